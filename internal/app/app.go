@@ -1,0 +1,108 @@
+// Package app wires tuxlab together: it is the one place that knows every
+// package, so the others can depend only on what they need.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+	"tuxlab/internal/httpapi"
+	"tuxlab/internal/store"
+)
+
+// Version is tuxlab's release, set at build time with -ldflags "-X tuxlab/internal/app.Version=...".
+var Version = "0.2.0"
+
+// App is a configured tuxlab: its store, domain services and HTTP server.
+type App struct {
+	Config config.Config
+	Log    *slog.Logger
+	DB     *store.DB
+	Auth   *auth.Service
+	Server *httpapi.Server
+}
+
+// Open connects to the database and applies pending migrations.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.SQLitePath())
+	if err != nil {
+		return nil, fmt.Errorf("%w (check DATABASE_URL, or unset it to use SQLite in %s)", err, cfg.DataDir)
+	}
+	if _, err := db.Migrate(ctx, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// New builds an App on an open, migrated store.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB) (*App, error) {
+	a := &App{Config: cfg, Log: log, DB: db}
+	a.Auth = auth.NewService(db, auth.Options{
+		Secret:             []byte(cfg.SecretKey),
+		TokenTTL:           cfg.TokenTTL,
+		AuthPerIPPerMinute: cfg.AuthPerIPPerMinute,
+		LoginPerUserPerMin: cfg.LoginPerUserPerMin,
+		BcryptWorkers:      cfg.BcryptWorkers,
+	})
+	if cfg.BootstrapAdmin != "" {
+		username, email, _ := strings.Cut(cfg.BootstrapAdmin, ":")
+		created, err := a.Auth.EnsureAdmin(ctx, auth.NewUser{Username: username, Email: email, Password: string(cfg.BootstrapAdminPassword)})
+		if err != nil {
+			return nil, fmt.Errorf("TUXLAB_BOOTSTRAP_ADMIN: %w", err)
+		}
+		if created {
+			log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
+		}
+	}
+	a.Server = httpapi.New(httpapi.Deps{
+		Auth: a.Auth, DB: db, Log: log, Version: Version,
+		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
+	})
+	return a, nil
+}
+
+// Close releases the App's resources.
+func (a *App) Close() error { return a.DB.Close() }
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: in-flight
+// requests get up to grace to finish.
+func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           a.Server,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// No WriteTimeout: the terminal's WebSockets live long and set their own deadlines.
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.Log.Info("serving", "addr", ln.Addr().String(), "version", Version)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.Log.Info("shutting down: waiting for in-flight requests", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	a.Log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,279 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+// Errors of the per-request checks, with the contract's details.
+var (
+	ErrNotAuthenticated = errs.E(errs.Unauthenticated, "Not authenticated")
+	ErrInvalidToken     = errs.E(errs.Unauthenticated, "Could not validate credentials")
+	ErrTokenUserGone    = errs.E(errs.Unauthenticated, "User not found")
+	ErrInactive         = errs.E(errs.Forbidden, "User account is inactive")
+	ErrAdminRequired    = errs.E(errs.Forbidden, "Admin access required")
+	ErrBadCredentials   = errs.E(errs.Unauthenticated, "Incorrect username or password")
+)
+
+// Options tune a Service.
+type Options struct {
+	Secret             []byte
+	TokenTTL           time.Duration
+	AuthPerIPPerMinute int
+	LoginPerUserPerMin int
+	BcryptWorkers      int
+	Now                func() time.Time // nil for time.Now
+}
+
+// Service is the auth domain: it owns the rules on accounts and credentials.
+type Service struct {
+	users   UserStore
+	hasher  *Hasher
+	tokens  *Tokens
+	perIP   *RateLimiter
+	perUser *RateLimiter
+	now     func() time.Time
+}
+
+// NewService returns a Service over users.
+func NewService(users UserStore, o Options) *Service {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{
+		users:   users,
+		hasher:  NewHasher(BcryptCost, o.BcryptWorkers, 64),
+		tokens:  NewTokens(o.Secret, o.TokenTTL, now),
+		perIP:   NewRateLimiter(o.AuthPerIPPerMinute, now),
+		perUser: NewRateLimiter(o.LoginPerUserPerMin, now),
+		now:     now,
+	}
+}
+
+// NewUser is the input to create an account.
+type NewUser struct {
+	Username string
+	Email    string
+	Password string
+	Role     Role
+}
+
+// validate checks every field at once; loc0 is the request part ("body" or "query").
+func (n *NewUser) validate(loc0 string) error {
+	var f errs.Fields
+	n.Username = strings.TrimSpace(n.Username)
+	ValidateUsername(&f, []any{loc0, "username"}, n.Username)
+	n.Email = NormalizeEmail(&f, []any{loc0, "email"}, n.Email)
+	ValidatePassword(&f, []any{loc0, "password"}, n.Password, n.Username)
+	return f.Err()
+}
+
+// RateLimitIP takes one credential attempt for a client IP.
+func (s *Service) RateLimitIP(ip string) error {
+	if ok, wait := s.perIP.Allow(ip); !ok {
+		return tooMany(wait)
+	}
+	return nil
+}
+
+func tooMany(wait time.Duration) error {
+	return &errs.Error{Kind: errs.TooManyRequests, Detail: "Too many attempts, try again later", RetryAfter: wait}
+}
+
+// Register creates a student account. Its caller has rate limited the client.
+func (s *Service) Register(ctx context.Context, n NewUser) (*User, error) {
+	n.Role = RoleStudent
+	return s.create(ctx, n, "body")
+}
+
+// CreateUser creates an account with any role; for admins (inputs from the query string).
+func (s *Service) CreateUser(ctx context.Context, n NewUser) (*User, error) {
+	if _, ok := ParseRole(string(n.Role)); !ok {
+		return nil, errs.Field([]any{"query", "role"}, "Role must be one of student, instructor, admin", "enum")
+	}
+	return s.create(ctx, n, "query")
+}
+
+func (s *Service) create(ctx context.Context, n NewUser, loc0 string) (*User, error) {
+	if err := n.validate(loc0); err != nil {
+		return nil, err
+	}
+	hash, err := s.hasher.Hash(ctx, n.Password)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	u := &User{
+		Username: n.Username, Email: n.Email, PasswordHash: hash, Role: n.Role, IsActive: true,
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.users.CreateUser(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Login checks credentials and returns an access token. Unknown users and wrong
+// passwords get the same answer after the same bcrypt work; an inactive user
+// learns it only with the right password.
+func (s *Service) Login(ctx context.Context, username, password string) (string, error) {
+	key := strings.ToLower(strings.TrimSpace(username))
+	if ok, wait := s.perUser.Allow(key); !ok {
+		return "", tooMany(wait)
+	}
+	u, err := s.users.FindUserByUsername(ctx, strings.TrimSpace(username))
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		return "", err
+	}
+	hash := ""
+	if u != nil {
+		hash = u.PasswordHash
+	}
+	ok, err := s.hasher.Verify(ctx, hash, password)
+	if err != nil {
+		return "", err
+	}
+	if !ok || u == nil {
+		return "", ErrBadCredentials
+	}
+	if !u.IsActive {
+		return "", ErrInactive
+	}
+	return s.tokens.Issue(u)
+}
+
+// Authenticate runs the contract's per-request checks 1 to 4 on a bearer token
+// and returns the current user, read fresh from the store so role and status
+// changes apply at once.
+func (s *Service) Authenticate(ctx context.Context, token string) (*User, error) {
+	if token == "" {
+		return nil, ErrNotAuthenticated
+	}
+	c, err := s.tokens.Parse(token)
+	if err != nil {
+		return nil, ErrInvalidToken
+	}
+	id, _ := c.UserID()
+	u, err := s.users.FindUserByID(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return nil, ErrTokenUserGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A name that no longer matches means the account was renamed or replaced.
+	if u.Username != c.Username {
+		return nil, ErrTokenUserGone
+	}
+	// Tokens issued before the last password change are dead.
+	if c.Issued().Before(u.PasswordChangedAt.Truncate(time.Microsecond)) {
+		return nil, ErrInvalidToken
+	}
+	if !u.IsActive {
+		return nil, ErrInactive
+	}
+	return u, nil
+}
+
+// ChangePassword sets a new password; tokens issued before now stop working.
+func (s *Service) ChangePassword(ctx context.Context, id int64, password string) error {
+	u, err := s.users.FindUserByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	var f errs.Fields
+	ValidatePassword(&f, []any{"body", "password"}, password, u.Username)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	hash, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	_, err = s.users.UpdateUser(ctx, id, func(u *User, _ int) error {
+		u.PasswordHash, u.PasswordChangedAt, u.UpdatedAt = hash, now, now
+		return nil
+	})
+	return err
+}
+
+// Page is a page of a list: 1-based page number and size.
+type Page struct{ Number, Size int }
+
+// Offset returns the number of items before the page.
+func (p Page) Offset() int { return (p.Number - 1) * p.Size }
+
+// ListUsers returns one page of users and the total count.
+func (s *Service) ListUsers(ctx context.Context, role Role, p Page) ([]*User, int, error) {
+	return s.users.FindUsers(ctx, UserFilter{Role: role, Offset: p.Offset(), Limit: p.Size})
+}
+
+// SetRole changes a user's role; the last active admin cannot be demoted.
+func (s *Service) SetRole(ctx context.Context, id int64, role Role) (*User, error) {
+	now := s.now().UTC()
+	return s.users.UpdateUser(ctx, id, func(u *User, activeAdmins int) error {
+		if u.IsActiveAdmin() && role != RoleAdmin && activeAdmins <= 1 {
+			return ErrLastAdmin
+		}
+		u.Role, u.UpdatedAt = role, now
+		return nil
+	})
+}
+
+// SetActive activates or deactivates a user; the last active admin cannot be deactivated.
+func (s *Service) SetActive(ctx context.Context, id int64, active bool) (*User, error) {
+	now := s.now().UTC()
+	return s.users.UpdateUser(ctx, id, func(u *User, activeAdmins int) error {
+		if u.IsActiveAdmin() && !active && activeAdmins <= 1 {
+			return ErrLastAdmin
+		}
+		u.IsActive, u.UpdatedAt = active, now
+		return nil
+	})
+}
+
+// DeleteUser removes a user; the last active admin cannot be deleted.
+func (s *Service) DeleteUser(ctx context.Context, id int64) error {
+	return s.users.DeleteUser(ctx, id, func(u *User, activeAdmins int) error {
+		if u.IsActiveAdmin() && activeAdmins <= 1 {
+			return ErrLastAdmin
+		}
+		return nil
+	})
+}
+
+// Stats counts users by role and status.
+func (s *Service) Stats(ctx context.Context) (UserStats, error) { return s.users.CountUsers(ctx) }
+
+// EnsureAdmin creates n as an admin when the store has no admin at all; it is how
+// TUXLAB_BOOTSTRAP_ADMIN seeds a fresh database. It reports whether it created one.
+func (s *Service) EnsureAdmin(ctx context.Context, n NewUser) (bool, error) {
+	st, err := s.users.CountUsers(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st.ByRole[RoleAdmin] > 0 {
+		return false, nil
+	}
+	n.Role = RoleAdmin
+	if _, err := s.CreateUser(ctx, n); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RetryAfterSeconds rounds a wait up to whole seconds for the Retry-After header.
+func RetryAfterSeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
+
+// IsRateLimited reports whether err is a rate-limit refusal.
+func IsRateLimited(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Kind == errs.TooManyRequests
+}

@@ -1,0 +1,224 @@
+// Package config reads tuxlab's configuration from the environment, once,
+// applies the documented defaults and validates the result.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environments tuxlab runs in.
+const (
+	Development = "development"
+	Production  = "production"
+)
+
+// MinSecretBytes is the shortest SECRET_KEY accepted in production.
+const MinSecretBytes = 32
+
+// Config is the whole configuration of a tuxlab process.
+type Config struct {
+	Env         string        // TUXLAB_ENV: development or production
+	Addr        string        // TUXLAB_ADDR: listen address
+	DataDir     string        // TUXLAB_DATA_DIR: SQLite file, dev secret, avatars
+	DatabaseURL string        // DATABASE_URL: empty for SQLite in DataDir, or postgres://...
+	SecretKey   Secret        // SECRET_KEY: signs tokens
+	TokenTTL    time.Duration // ACCESS_TOKEN_EXPIRE_MINUTES
+	CORSOrigins []string      // TUXLAB_CORS_ORIGINS: comma-separated allowed origins
+	DockerHost  string        // DOCKER_HOST: container engine address, empty for the default socket
+	LogLevel    slog.Level    // TUXLAB_LOG_LEVEL: debug, info, warn, error
+
+	// Limits. Each has an environment variable so an operator can tune it.
+	MaxBodyBytes       int64 // TUXLAB_MAX_BODY_BYTES: JSON request bodies
+	AuthPerIPPerMinute int   // TUXLAB_AUTH_RATE_IP: login and register attempts per client IP
+	LoginPerUserPerMin int   // TUXLAB_AUTH_RATE_USER: login attempts per username
+	BcryptWorkers      int   // TUXLAB_BCRYPT_WORKERS: password hashes computed at once (0: one less than the CPUs)
+
+	BootstrapAdmin string // TUXLAB_BOOTSTRAP_ADMIN: "username:email" created as admin on a database with none
+	// BootstrapAdminPassword comes from TUXLAB_BOOTSTRAP_ADMIN_PASSWORD.
+	BootstrapAdminPassword Secret
+}
+
+// Secret is a string that never prints its value, so a Config can be logged.
+type Secret string
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "******"
+}
+
+// LogValue keeps secrets out of structured logs.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// Load reads the configuration through getenv and validates it.
+// It does not touch the file system; see EnsureSecret for the development secret.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Env:                stringOr(getenv("TUXLAB_ENV"), Development),
+		Addr:               stringOr(getenv("TUXLAB_ADDR"), "127.0.0.1:8000"),
+		DataDir:            stringOr(getenv("TUXLAB_DATA_DIR"), "./data"),
+		DatabaseURL:        getenv("DATABASE_URL"),
+		SecretKey:          Secret(getenv("SECRET_KEY")),
+		DockerHost:         getenv("DOCKER_HOST"),
+		BootstrapAdmin:     getenv("TUXLAB_BOOTSTRAP_ADMIN"),
+		MaxBodyBytes:       1 << 20,
+		AuthPerIPPerMinute: 30,
+		LoginPerUserPerMin: 10,
+	}
+	c.BootstrapAdminPassword = Secret(getenv("TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"))
+	env := envParser{getenv: getenv}
+	if c.Env != Development && c.Env != Production {
+		env.fail(fmt.Errorf("TUXLAB_ENV must be %q or %q, not %q", Development, Production, c.Env))
+	}
+	c.TokenTTL = time.Duration(env.int("ACCESS_TOKEN_EXPIRE_MINUTES", 480, 1, 60*24*30)) * time.Minute
+	c.MaxBodyBytes = int64(env.int("TUXLAB_MAX_BODY_BYTES", int(c.MaxBodyBytes), 1024, 64<<20))
+	c.AuthPerIPPerMinute = env.int("TUXLAB_AUTH_RATE_IP", c.AuthPerIPPerMinute, 1, 100000)
+	c.LoginPerUserPerMin = env.int("TUXLAB_AUTH_RATE_USER", c.LoginPerUserPerMin, 1, 100000)
+	c.BcryptWorkers = env.int("TUXLAB_BCRYPT_WORKERS", 0, 0, 256)
+	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))
+		}
+	}
+	switch lvl := strings.ToLower(getenv("TUXLAB_LOG_LEVEL")); lvl {
+	case "", "info":
+		c.LogLevel = slog.LevelInfo
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		env.fail(fmt.Errorf("TUXLAB_LOG_LEVEL must be debug, info, warn or error, not %q", lvl))
+	}
+	if c.DatabaseURL != "" && !IsPostgresURL(c.DatabaseURL) && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+		env.fail(errors.New("DATABASE_URL must start with postgres://, postgresql:// or sqlite: (or be unset for SQLite in the data directory)"))
+	}
+	if c.Env == Production && len(c.SecretKey) < MinSecretBytes {
+		env.fail(fmt.Errorf("production needs SECRET_KEY of at least %d bytes: generate one with 'openssl rand -hex 32'", MinSecretBytes))
+	}
+	if c.BootstrapAdmin != "" {
+		if u, e, ok := strings.Cut(c.BootstrapAdmin, ":"); !ok || u == "" || e == "" {
+			env.fail(errors.New("TUXLAB_BOOTSTRAP_ADMIN must be username:email"))
+		} else if c.BootstrapAdminPassword == "" {
+			env.fail(errors.New("TUXLAB_BOOTSTRAP_ADMIN needs TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"))
+		}
+	}
+	return c, errors.Join(env.errs...)
+}
+
+// IsPostgresURL reports whether url selects PostgreSQL.
+func IsPostgresURL(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// SQLitePath returns the SQLite file to use when DatabaseURL does not select PostgreSQL.
+func (c Config) SQLitePath() string {
+	if p, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:"); ok {
+		return strings.TrimPrefix(p, "//")
+	}
+	return filepath.Join(c.DataDir, "tuxlab.db")
+}
+
+// EnsureSecret fills an empty SecretKey in development from a file in the data
+// directory, creating the file with a random key the first time, so tokens survive
+// restarts. Production keys always come from the environment (Load checks them).
+func (c *Config) EnsureSecret() error {
+	if c.SecretKey != "" {
+		return nil
+	}
+	if c.Env == Production {
+		return errors.New("SECRET_KEY is required in production")
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	path := filepath.Join(c.DataDir, "secret_key")
+	b, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(b))) >= MinSecretBytes {
+		c.SecretKey = Secret(strings.TrimSpace(string(b)))
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return err
+	}
+	key := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	c.SecretKey = Secret(key)
+	return nil
+}
+
+// LogAttrs describes the configuration for the start-up log line, secrets masked.
+func (c Config) LogAttrs() []any {
+	db := "sqlite:" + c.SQLitePath()
+	if IsPostgresURL(c.DatabaseURL) {
+		db = "postgres (" + redactURL(c.DatabaseURL) + ")"
+	}
+	return []any{
+		"env", c.Env, "addr", c.Addr, "data_dir", c.DataDir, "database", db,
+		"secret_key", c.SecretKey, "token_ttl", c.TokenTTL.String(), "cors_origins", c.CORSOrigins,
+	}
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return "******"
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return u
+	}
+	userinfo := rest[:at]
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		userinfo = user + ":******"
+	}
+	return scheme + "://" + userinfo + rest[at:]
+}
+
+func stringOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// envParser reads typed variables and collects every problem, so one run reports all of them.
+type envParser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *envParser) fail(err error) { p.errs = append(p.errs, err) }
+
+// int reads an integer in [lo, hi], or def when the variable is unset.
+func (p *envParser) int(name string, def, lo, hi int) int {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.fail(fmt.Errorf("%s must be an integer from %d to %d, not %q", name, lo, hi, v))
+		return def
+	}
+	return n
+}

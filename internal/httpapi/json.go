@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+// writeJSON encodes v fully before writing, so an encoding error never leaves
+// half a body behind.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"detail":"` + internalDetail + `"}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// decodeJSON reads a JSON object body into dst. Unknown fields are ignored;
+// malformed JSON and wrongly typed fields are 422 with their location; a body
+// over the limit is 413.
+func decodeJSON(r *http.Request, dst any) error {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errBodyTooLarge
+	}
+	if err != nil {
+		return errs.Field([]any{"body"}, "Could not read the request body", "body_read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errs.Field([]any{"body"}, "Field required: send a JSON object", "missing")
+	}
+	err = json.Unmarshal(body, dst)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		loc := []any{"body"}
+		for _, part := range strings.Split(typeErr.Field, ".") {
+			loc = append(loc, part)
+		}
+		return errs.Field(loc, fmt.Sprintf("Input should be a valid %s", jsonTypeName(typeErr.Type.Kind().String())), "type_error")
+	case errors.As(err, &typeErr):
+		return errs.Field([]any{"body"}, "Input should be a JSON object", "model_type")
+	default:
+		return errs.Field([]any{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
+	}
+}
+
+func jsonTypeName(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "slice", kind == "array":
+		return "array"
+	case kind == "map", kind == "struct":
+		return "object"
+	}
+	return kind
+}
+
+// requireField adds a "missing" problem when a required body field is absent.
+func requireField[T any](f *errs.Fields, name string, v *T) {
+	if v == nil {
+		f.Add([]any{"body", name}, "Field required", "missing")
+	}
+}
+
+// pathID reads an integer path value; anything else is a 422 at ["path", name].
+func pathID(r *http.Request, name string) (int64, error) {
+	v := r.PathValue(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, errs.Field([]any{"path", name}, "Input should be a valid positive integer", "int_parsing")
+	}
+	return id, nil
+}
+
+// query reads typed query parameters and collects every problem.
+type query struct {
+	v      url.Values
+	fields errs.Fields
+}
+
+func newQuery(r *http.Request) *query { return &query{v: r.URL.Query()} }
+
+// str returns a string parameter and whether it was given.
+func (q *query) str(name string) (string, bool) {
+	if !q.v.Has(name) {
+		return "", false
+	}
+	return q.v.Get(name), true
+}
+
+// requireStr returns a required string parameter.
+func (q *query) requireStr(name string) string {
+	v, ok := q.str(name)
+	if !ok {
+		q.fields.Add([]any{"query", name}, "Field required", "missing")
+	}
+	return v
+}
+
+// int returns an integer parameter in [lo, hi], def when absent.
+func (q *query) int(name string, def, lo, hi int) int {
+	v, ok := q.str(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		q.fields.Add([]any{"query", name}, "Input should be a valid integer", "int_parsing")
+		return def
+	}
+	if n < lo || n > hi {
+		q.fields.Add([]any{"query", name}, fmt.Sprintf("Input should be between %d and %d", lo, hi), "range")
+		return def
+	}
+	return n
+}
+
+// boolean returns a required boolean parameter.
+func (q *query) boolean(name string) bool {
+	v, ok := q.str(name)
+	if !ok {
+		q.fields.Add([]any{"query", name}, "Field required", "missing")
+		return false
+	}
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on":
+		return true
+	case "false", "0", "no", "off":
+		return false
+	}
+	q.fields.Add([]any{"query", name}, "Input should be a valid boolean", "bool_parsing")
+	return false
+}
+
+// err returns every problem found, or nil.
+func (q *query) err() error { return q.fields.Err() }
+
+// timestamp formats times as the contract's UTC YYYY-MM-DDTHH:MM:SSZ.
+type timestamp time.Time
+
+func (t timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
+}
+
+// optionalTimestamp is a timestamp that may be null.
+func optionalTimestamp(t *time.Time) *timestamp {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	ts := timestamp(*t)
+	return &ts
+}

@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type ctxKey int
+
+const (
+	ctxRequestID ctxKey = iota
+	ctxUser
+)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxRequestID).(string)
+	return id
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// responseWriter records the status and size of a response for logs and metrics,
+// and still lets handlers flush and hijack (the terminal's WebSocket needs that).
+type responseWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack hands the connection over (WebSocket upgrades); the status becomes 101.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("hijack not supported")
+	}
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return hj.Hijack()
+}
+
+// Flush sends buffered data to the client.
+func (w *responseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// metrics are the Prometheus collectors of one server.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tuxlab_http_requests_total",
+			Help: "HTTP requests by method, route pattern and status code.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tuxlab_http_request_duration_seconds",
+			Help:    "HTTP request latency by method, route pattern and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route", "status"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// observe wraps the whole stack: request id, panic recovery, access log, metrics.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-ID")
+		if !requestIDPattern.MatchString(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-ID", id)
+		r = r.WithContext(context.WithValue(r.Context(), ctxRequestID, id))
+		rw := &responseWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "request_id", id, "method", r.Method,
+					"path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if rw.status == 0 {
+					writeJSON(rw, http.StatusInternalServerError, map[string]any{"detail": internalDetail})
+				}
+			}
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			status := strconv.Itoa(rw.status)
+			elapsed := time.Since(start)
+			s.metrics.requests.WithLabelValues(r.Method, route, status).Inc()
+			s.metrics.duration.WithLabelValues(r.Method, route, status).Observe(elapsed.Seconds())
+			// The query string is never logged: admin routes carry passwords there,
+			// and the terminal carries its token there.
+			s.log.LogAttrs(r.Context(), s.accessLogLevel, "request",
+				slog.String("request_id", id),
+				slog.Group("request", "method", r.Method, "path", r.URL.Path, "route", route, "remote", clientIP(r)),
+				slog.Group("response", "status", rw.status, "bytes", rw.bytes, "duration_ms", float64(elapsed.Microseconds())/1000),
+			)
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// cors answers preflights and marks responses for allowed origins.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		allowed := origin != "" && s.originAllowed(origin)
+		if allowed {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "X-Total-Count, Link, X-Request-ID, Retry-After")
+		}
+		if r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+			if !allowed {
+				writeJSON(w, http.StatusForbidden, map[string]any{"detail": "Origin not allowed"})
+				return
+			}
+			h := w.Header()
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-ID")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) originAllowed(origin string) bool {
+	return slices.Contains(s.corsOrigins, origin) || slices.Contains(s.corsOrigins, "*")
+}
+
+// limitBody refuses bodies over the limit: at once when Content-Length says so,
+// otherwise when the handler reads past it.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.maxBody {
+			s.writeError(w, r, errBodyTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientIP is the peer address. tuxlab does not trust X-Forwarded-For: behind a
+// proxy, rate limits apply to the proxy unless it is configured to pass through.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+)
+
+// op documents one route for the OpenAPI document.
+type op struct {
+	summary string
+	tag     string
+	params  []param // query parameters; path parameters are derived from the path
+	body    string  // name of the JSON request body schema, if any
+	status  int     // success status
+	result  string  // name of the success body schema ("" for none)
+	paged   bool    // sets X-Total-Count and Link
+	errors  []int   // statuses beyond those implied by access, parameters and body
+	desc    string
+}
+
+// param is a query parameter.
+type param struct {
+	name     string
+	schema   map[string]any
+	required bool
+	desc     string
+}
+
+var (
+	strSchema  = map[string]any{"type": "string"}
+	intSchema  = map[string]any{"type": "integer"}
+	boolSchema = map[string]any{"type": "boolean"}
+	roleSchema = map[string]any{"type": "string", "enum": []string{"student", "instructor", "admin"}}
+	tsSchema   = map[string]any{"type": "string", "format": "date-time", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$`}
+)
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func obj(required []string, props map[string]any) map[string]any {
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func arrayOf(items map[string]any) map[string]any {
+	return map[string]any{"type": "array", "items": items}
+}
+
+var pageParams = []param{
+	{name: "page", schema: map[string]any{"type": "integer", "minimum": 1, "default": 1}, desc: "Page number, from 1."},
+	{name: "page_size", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": maxPageSize, "default": defaultPageSize}, desc: "Items per page."},
+}
+
+// schemas are the components every operation refers to.
+var schemas = map[string]any{
+	"Error": obj([]string{"detail"}, map[string]any{"detail": strSchema}),
+	"ValidationError": obj([]string{"detail"}, map[string]any{"detail": arrayOf(obj([]string{"loc", "msg", "type"}, map[string]any{
+		"loc":  arrayOf(map[string]any{"type": []string{"string", "integer"}}),
+		"msg":  strSchema,
+		"type": strSchema,
+	}))}),
+	"User": obj([]string{"id", "username", "email", "role", "is_active", "created_at"}, map[string]any{
+		"id": intSchema, "username": strSchema, "email": map[string]any{"type": "string", "format": "email"},
+		"role": roleSchema, "is_active": boolSchema, "created_at": tsSchema,
+	}),
+	"UserList": arrayOf(ref("User")),
+	"RegisterRequest": obj([]string{"username", "email", "password"}, map[string]any{
+		"username": map[string]any{"type": "string", "minLength": 3, "maxLength": 32, "pattern": "^[A-Za-z][A-Za-z0-9_.-]*$"},
+		"email":    map[string]any{"type": "string", "format": "email", "maxLength": 254},
+		"password": map[string]any{"type": "string", "minLength": 8, "maxLength": 72},
+	}),
+	"LoginRequest": obj([]string{"username", "password"}, map[string]any{"username": strSchema, "password": strSchema}),
+	"Token": obj([]string{"access_token", "token_type"}, map[string]any{
+		"access_token": strSchema, "token_type": map[string]any{"const": "bearer"},
+	}),
+	"Deleted": obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
+	"AdminStats": obj([]string{"users"}, map[string]any{
+		"users": obj([]string{"total", "active", "inactive", "by_role"}, map[string]any{
+			"total": intSchema, "active": intSchema, "inactive": intSchema,
+			"by_role": obj([]string{"student", "instructor", "admin"}, map[string]any{"student": intSchema, "instructor": intSchema, "admin": intSchema}),
+		}),
+	}),
+}
+
+var (
+	docRegister = op{tag: "auth", summary: "Register a student account", body: "RegisterRequest", status: 201, result: "User",
+		errors: []int{409, 429}, desc: "409 `Username already registered` or `Email already registered`. 422 lists every invalid field, including e-mail domains that cannot receive mail (.test, .invalid, .localhost, .local, example.com...). Rate limited per client IP."}
+	docLogin = op{tag: "auth", summary: "Log in and get a bearer token", body: "LoginRequest", status: 200, result: "Token",
+		errors: []int{401, 403, 429, 503}, desc: "401 for an unknown user or a wrong password alike; 403 `User account is inactive`. Rate limited per client IP and per username (429 with Retry-After)."}
+	docMe = op{tag: "auth", summary: "The calling user", status: 200, result: "User"}
+
+	docAdminListUsers = op{tag: "admin", summary: "List users, paginated", status: 200, result: "UserList", paged: true,
+		params: append([]param{{name: "role", schema: roleSchema, desc: "Only users with this role."}}, pageParams...)}
+	docAdminCreateUser = op{tag: "admin", summary: "Create a user (inputs in the query string)", status: 201, result: "User", errors: []int{409},
+		params: []param{
+			{name: "username", schema: strSchema, required: true},
+			{name: "email", schema: strSchema, required: true},
+			{name: "password", schema: strSchema, required: true},
+			{name: "role", schema: roleSchema, desc: "Defaults to student."},
+		}}
+	docAdminSetRole = op{tag: "admin", summary: "Change a user's role", status: 200, result: "User", errors: []int{404, 409},
+		params: []param{{name: "role", schema: roleSchema, required: true}}, desc: "409 when it would demote the last active admin."}
+	docAdminSetActive = op{tag: "admin", summary: "Activate or deactivate a user", status: 200, result: "User", errors: []int{404, 409},
+		params: []param{{name: "is_active", schema: boolSchema, required: true}}, desc: "409 when it would deactivate the last active admin."}
+	docAdminDeleteUser = op{tag: "admin", summary: "Delete a user", status: 200, result: "Deleted", errors: []int{404, 409},
+		desc: "409 when it would delete the last active admin."}
+	docAdminStats = op{tag: "admin", summary: "System statistics", status: 200, result: "AdminStats"}
+)
+
+var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// responseCodes lists every status an operation documents.
+func (rt route) responseCodes() []int {
+	codes := map[int]bool{rt.doc.status: true}
+	if rt.access != public {
+		codes[401], codes[403] = true, true
+	}
+	if rt.doc.body != "" {
+		codes[413], codes[422] = true, true
+	}
+	if len(rt.doc.params) > 0 || pathParam.MatchString(rt.path) {
+		codes[422] = true
+	}
+	for _, c := range rt.doc.errors {
+		codes[c] = true
+	}
+	out := make([]int, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// openAPIDocument renders the route table as an OpenAPI 3.1 document.
+func (s *Server) openAPIDocument() []byte {
+	paths := map[string]map[string]any{}
+	for _, rt := range s.routes {
+		o := map[string]any{
+			"summary":     rt.doc.summary,
+			"operationId": operationID(rt),
+			"tags":        []string{rt.doc.tag},
+		}
+		if rt.doc.desc != "" {
+			o["description"] = rt.doc.desc
+		}
+		if rt.access != public {
+			o["security"] = []any{map[string]any{"bearer": []string{}}}
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"schema": map[string]any{"type": "integer", "minimum": 1}})
+		}
+		for _, p := range rt.doc.params {
+			pm := map[string]any{"name": p.name, "in": "query", "required": p.required, "schema": p.schema}
+			if p.desc != "" {
+				pm["description"] = p.desc
+			}
+			params = append(params, pm)
+		}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		if rt.doc.body != "" {
+			o["requestBody"] = map[string]any{"required": true,
+				"content": map[string]any{"application/json": map[string]any{"schema": ref(rt.doc.body)}}}
+		}
+		responses := map[string]any{}
+		for _, code := range rt.responseCodes() {
+			resp := map[string]any{"description": http.StatusText(code)}
+			schema := "Error"
+			switch {
+			case code == rt.doc.status:
+				schema = rt.doc.result
+				if rt.doc.paged {
+					resp["headers"] = map[string]any{
+						"X-Total-Count": map[string]any{"schema": intSchema, "description": "Items in all pages."},
+						"Link":          map[string]any{"schema": strSchema, "description": "RFC 8288 links: first, prev, next, last."},
+					}
+				}
+			case code == 422:
+				schema = "ValidationError"
+			}
+			if schema != "" {
+				resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref(schema)}}
+			}
+			responses[strconv.Itoa(code)] = resp
+		}
+		o["responses"] = responses
+		if paths[rt.path] == nil {
+			paths[rt.path] = map[string]any{}
+		}
+		paths[rt.path][lower(rt.method)] = o
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "tuxlab API",
+			"version":     s.version,
+			"description": "Learn Linux system administration by doing. Errors are {\"detail\": string}, or for 422 {\"detail\": [{loc, msg, type}]}. Timestamps are UTC YYYY-MM-DDTHH:MM:SSZ. Lists are bare arrays; paginated lists carry X-Total-Count and Link headers.",
+		},
+		"paths": paths,
+		"components": map[string]any{
+			"schemas":         schemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
+		},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err) // the document is built from literals: a failure is a programming error
+	}
+	return b
+}
+
+func operationID(rt route) string {
+	id := lower(rt.method)
+	for _, part := range regexp.MustCompile(`[^A-Za-z0-9]+`).Split(rt.path, -1) {
+		if part != "" && part != "api" {
+			id += "_" + part
+		}
+	}
+	return id
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openapi)
+}
+
+// OpenAPI returns the document, for tests and tools.
+func (s *Server) OpenAPI() []byte { return s.openapi }

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"tuxlab/internal/auth"
+)
+
+// access says who may call a route.
+type access int
+
+const (
+	public access = iota // anyone
+	user                 // any active user with a valid token
+	admin                // active admins only
+)
+
+// handler serves one route; an error it returns goes through writeError.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// route is one entry of the table: what the server runs and what the OpenAPI
+// document says about it, kept side by side so neither can drift.
+type route struct {
+	method string
+	path   string
+	access access
+	handle handler
+	doc    op
+}
+
+// routeTable lists every API route tuxlab serves.
+func (s *Server) routeTable() []route {
+	return []route{
+		// Auth
+		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},
+		{"POST", "/api/auth/login", public, s.handleLogin, docLogin},
+		{"GET", "/api/auth/me", user, s.handleMe, docMe},
+
+		// Admin: users and statistics
+		{"GET", "/api/admin/users", admin, s.handleAdminListUsers, docAdminListUsers},
+		{"POST", "/api/admin/users", admin, s.handleAdminCreateUser, docAdminCreateUser},
+		{"PUT", "/api/admin/users/{id}/role", admin, s.handleAdminSetRole, docAdminSetRole},
+		{"PUT", "/api/admin/users/{id}/active", admin, s.handleAdminSetActive, docAdminSetActive},
+		{"DELETE", "/api/admin/users/{id}", admin, s.handleAdminDeleteUser, docAdminDeleteUser},
+		{"GET", "/api/admin/stats", admin, s.handleAdminStats, docAdminStats},
+	}
+}
+
+// wrap applies the route's access rule (the contract's per-request checks in
+// order) and turns a returned error into the contract's error shape.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.access != public {
+			u, err := s.auth.Authenticate(r.Context(), bearerToken(r))
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if rt.access == admin && u.Role != auth.RoleAdmin {
+				s.writeError(w, r, auth.ErrAdminRequired)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), ctxUser, u))
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header, or "".
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// currentUser is the authenticated caller; wrap guarantees it on non-public routes.
+func currentUser(r *http.Request) *auth.User {
+	u, _ := r.Context().Value(ctxUser).(*auth.User)
+	return u
+}

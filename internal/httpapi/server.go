@@ -1,0 +1,134 @@
+// Package httpapi is tuxlab's HTTP interface: the route table, middleware, the
+// one error writer, JSON decoding and encoding, and the OpenAPI document that
+// is generated from the same route table the server runs.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tuxlab/internal/auth"
+)
+
+// Pinger reports whether the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are what the server needs from the rest of tuxlab.
+type Deps struct {
+	Auth    *auth.Service
+	DB      Pinger
+	Log     *slog.Logger
+	Version string
+
+	CORSOrigins  []string
+	MaxBodyBytes int64
+	// AccessLogLevel is the level of the per-request log line (Info by default).
+	AccessLogLevel slog.Level
+}
+
+// Server serves the API.
+type Server struct {
+	auth           *auth.Service
+	db             Pinger
+	log            *slog.Logger
+	version        string
+	corsOrigins    []string
+	maxBody        int64
+	accessLogLevel slog.Level
+
+	registry *prometheus.Registry
+	metrics  *metrics
+	routes   []route
+	openapi  []byte
+	handler  http.Handler
+}
+
+// New builds a server and its routes.
+func New(d Deps) *Server {
+	s := &Server{
+		auth: d.Auth, db: d.DB, log: d.Log, version: d.Version,
+		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
+		registry: prometheus.NewRegistry(),
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 1 << 20
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = newMetrics(s.registry)
+	s.routes = s.routeTable()
+	s.openapi = s.openAPIDocument()
+
+	mux := http.NewServeMux()
+	for _, rt := range s.routes {
+		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
+	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	mux.Handle("GET /docs", http.HandlerFunc(s.handleDocs))
+	s.handler = s.observe(s.cors(s.limitBody(s.jsonFallbacks(mux))))
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// jsonFallbacks answers unknown routes (404) and wrong methods (405) in the
+// contract's JSON shape instead of ServeMux's plain text.
+func (s *Server) jsonFallbacks(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &headerProbe{header: http.Header{}}
+		h, _ := mux.Handler(r)
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"})
+			return
+		}
+		s.writeError(w, r, errNotFound)
+	})
+}
+
+// headerProbe captures what ServeMux's fallback handler would answer.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.version})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.db.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness check failed", "error", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"detail": "Database unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// Registry exposes the metrics registry so other parts of tuxlab can add collectors.
+func (s *Server) Registry() prometheus.Registerer { return s.registry }

@@ -1,0 +1,238 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/errs"
+)
+
+// userResponse is a user as the API shows it: never the password hash.
+type userResponse struct {
+	ID        int64     `json:"id"`
+	Username  string    `json:"username"`
+	Email     string    `json:"email"`
+	Role      auth.Role `json:"role"`
+	IsActive  bool      `json:"is_active"`
+	CreatedAt timestamp `json:"created_at"`
+}
+
+func newUserResponse(u *auth.User) userResponse {
+	return userResponse{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, IsActive: u.IsActive, CreatedAt: timestamp(u.CreatedAt)}
+}
+
+type registerRequest struct {
+	Username *string `json:"username"`
+	Email    *string `json:"email"`
+	Password *string `json:"password"`
+}
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
+	if err := s.auth.RateLimitIP(clientIP(r)); err != nil {
+		return err
+	}
+	var req registerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var f errs.Fields
+	requireField(&f, "username", req.Username)
+	requireField(&f, "email", req.Email)
+	requireField(&f, "password", req.Password)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	u, err := s.auth.Register(r.Context(), auth.NewUser{Username: *req.Username, Email: *req.Email, Password: *req.Password})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newUserResponse(u))
+	return nil
+}
+
+type loginRequest struct {
+	Username *string `json:"username"`
+	Password *string `json:"password"`
+}
+
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+}
+
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
+	if err := s.auth.RateLimitIP(clientIP(r)); err != nil {
+		return err
+	}
+	var req loginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var f errs.Fields
+	requireField(&f, "username", req.Username)
+	requireField(&f, "password", req.Password)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	token, err := s.auth.Login(r.Context(), *req.Username, *req.Password)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tokenResponse{AccessToken: token, TokenType: "bearer"})
+	return nil
+}
+
+func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, newUserResponse(currentUser(r)))
+	return nil
+}
+
+// Pagination bounds from DECISIONS.md.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 200
+)
+
+// readPage reads page and page_size from the query.
+func readPage(q *query) auth.Page {
+	return auth.Page{Number: q.int("page", 1, 1, 1_000_000), Size: q.int("page_size", defaultPageSize, 1, maxPageSize)}
+}
+
+// setPageHeaders writes X-Total-Count and an RFC 8288 Link header with first,
+// prev, next and last pages, keeping the request's other query parameters.
+func setPageHeaders(w http.ResponseWriter, r *http.Request, p auth.Page, total int) {
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	last := max(1, (total+p.Size-1)/p.Size)
+	link := func(page int, rel string) string {
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(page))
+		q.Set("page_size", strconv.Itoa(p.Size))
+		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+	}
+	links := link(1, "first")
+	if p.Number > 1 {
+		links += ", " + link(min(p.Number-1, last), "prev")
+	}
+	if p.Number < last {
+		links += ", " + link(p.Number+1, "next")
+	}
+	links += ", " + link(last, "last")
+	w.Header().Set("Link", links)
+}
+
+func (s *Server) handleAdminListUsers(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	page := readPage(q)
+	var role auth.Role
+	if v, ok := q.str("role"); ok {
+		if role, ok = auth.ParseRole(v); !ok {
+			q.fields.Add([]any{"query", "role"}, "Role must be one of student, instructor, admin", "enum")
+		}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	users, total, err := s.auth.ListUsers(r.Context(), role, page)
+	if err != nil {
+		return err
+	}
+	out := make([]userResponse, len(users))
+	for i, u := range users {
+		out[i] = newUserResponse(u)
+	}
+	setPageHeaders(w, r, page, total)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleAdminCreateUser(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	n := auth.NewUser{
+		Username: q.requireStr("username"),
+		Email:    q.requireStr("email"),
+		Password: q.requireStr("password"),
+	}
+	role, given := q.str("role")
+	if !given {
+		role = string(auth.RoleStudent)
+	}
+	n.Role = auth.Role(role)
+	if err := q.err(); err != nil {
+		return err
+	}
+	u, err := s.auth.CreateUser(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newUserResponse(u))
+	return nil
+}
+
+func (s *Server) handleAdminSetRole(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	role, ok := auth.ParseRole(q.requireStr("role"))
+	if err := q.err(); err != nil {
+		return err
+	}
+	if !ok {
+		return errs.Field([]any{"query", "role"}, "Role must be one of student, instructor, admin", "enum")
+	}
+	u, err := s.auth.SetRole(r.Context(), id, role)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newUserResponse(u))
+	return nil
+}
+
+func (s *Server) handleAdminSetActive(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	active := q.boolean("is_active")
+	if err := q.err(); err != nil {
+		return err
+	}
+	u, err := s.auth.SetActive(r.Context(), id, active)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newUserResponse(u))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.auth.DeleteUser(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "User deleted", "id": id})
+	return nil
+}
+
+// adminStats is the body of GET /api/admin/stats; later features add sections.
+type adminStats struct {
+	Users auth.UserStats `json:"users"`
+}
+
+func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.auth.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, adminStats{Users: st})
+	return nil
+}

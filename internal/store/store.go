@@ -1,0 +1,159 @@
+// Package store keeps tuxlab's data in SQLite (the embedded default) or
+// PostgreSQL through one database/sql pool. SQL text is shared by both engines
+// ($N placeholders work in both); the few differences sit in a Dialect value.
+// Driver errors are translated here, by code, into errs kinds.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Engine names a database engine.
+type Engine string
+
+// The engines tuxlab runs on.
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// Dialect holds what differs between the engines in the SQL the store writes.
+type Dialect struct {
+	Engine Engine
+	// ForUpdate locks selected rows until the transaction ends. SQLite needs no
+	// row locks: its write transactions start IMMEDIATE and so run one at a time.
+	ForUpdate string
+}
+
+// DB is the store.
+type DB struct {
+	db      *sql.DB
+	dialect Dialect
+	// Now stamps rows; tests may pin it.
+	Now func() time.Time
+}
+
+// Open connects to PostgreSQL when dsn is a postgres:// URL, otherwise opens
+// (creating it if needed) the SQLite file at sqlitePath.
+func Open(ctx context.Context, dsn, sqlitePath string) (*DB, error) {
+	var (
+		db *sql.DB
+		d  Dialect
+	)
+	if dsn != "" && (hasPrefix(dsn, "postgres://") || hasPrefix(dsn, "postgresql://")) {
+		var err error
+		if db, err = sql.Open("pgx", dsn); err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		db.SetMaxOpenConns(20)
+		db.SetMaxIdleConns(20)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		d = Dialect{Engine: Postgres, ForUpdate: " FOR UPDATE"}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(sqlitePath), 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		q := url.Values{}
+		for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)"} {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", "immediate")
+		q.Set("_time_format", "sqlite")
+		var err error
+		if db, err = sql.Open("sqlite", "file:"+sqlitePath+"?"+q.Encode()); err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		db.SetMaxOpenConns(8)
+		db.SetMaxIdleConns(8)
+		d = Dialect{Engine: SQLite}
+	}
+	s := &DB{db: db, dialect: d, Now: time.Now}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", d.Engine, err)
+	}
+	return s, nil
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// Close closes the pool.
+func (s *DB) Close() error { return s.db.Close() }
+
+// Engine tells which engine the store runs on.
+func (s *DB) Engine() Engine { return s.dialect.Engine }
+
+// Ping checks that the database answers; /readyz uses it.
+func (s *DB) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// SQL returns the pool, for tests and tools that need raw access.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// now returns the store clock in UTC, to the microsecond both engines keep.
+func (s *DB) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// inTx runs fn in a transaction: begin, defer rollback, fn, commit. Side effects
+// outside the database belong after inTx returns, never inside fn.
+func (s *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", translate(err))
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+// Errors of the engines, by kind. translate maps driver errors onto them.
+var (
+	// ErrUnique is a unique constraint violation.
+	ErrUnique = errors.New("unique constraint violated")
+	// ErrForeignKey is a foreign key violation: the row refers to a missing one, or is still referred to.
+	ErrForeignKey = errors.New("foreign key constraint violated")
+)
+
+// translate wraps driver errors it recognises by code with ErrUnique or ErrForeignKey.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch pg.Code {
+		case "23505":
+			return fmt.Errorf("%w (%s): %w", ErrUnique, pg.ConstraintName, err)
+		case "23503":
+			return fmt.Errorf("%w (%s): %w", ErrForeignKey, pg.ConstraintName, err)
+		}
+		return err
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", ErrUnique, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%w: %w", ErrForeignKey, err)
+		}
+	}
+	return err
+}

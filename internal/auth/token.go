@@ -59,7 +59,11 @@ type Tokens struct {
 }
 
 // NewTokens returns a token issuer signing with secret; tokens live for ttl.
+// now is the clock (nil for time.Now).
 func NewTokens(secret []byte, ttl time.Duration, now func() time.Time) *Tokens {
+	if now == nil {
+		now = time.Now
+	}
 	return &Tokens{secret: secret, ttl: ttl, now: now}
 }
 

@@ -1,0 +1,237 @@
+// Package apitest starts the real tuxlab application behind a real HTTP server
+// for end-to-end tests, on every engine the run covers, and checks every
+// response against the OpenAPI document on the way.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"tuxlab/internal/app"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
+)
+
+// Secret signs the tokens of every test server.
+const Secret = "apitest-secret-0123456789abcdef0123456789abcdef"
+
+// Password is the password of every fixture user.
+const Password = "Fixture-pass-1"
+
+// Env is one running tuxlab for a test.
+type Env struct {
+	T      testing.TB
+	Engine store.Engine
+	Config config.Config
+	App    *app.App
+	DB     *store.DB
+	Server *httptest.Server
+	URL    string
+	tokens *auth.Tokens
+}
+
+// Option adjusts the configuration of an Env before it starts.
+type Option func(*config.Config)
+
+// Each runs fn as a subtest per engine, each with its own server and database.
+func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) { fn(t, New(t, eng, opts...)) })
+	}
+}
+
+// New starts tuxlab on engine eng and stops it when t ends.
+func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
+	t.Helper()
+	dsn, path := storetest.URL(t, eng)
+	env := map[string]string{
+		"TUXLAB_DATA_DIR":       t.TempDir(),
+		"DATABASE_URL":          dsn,
+		"SECRET_KEY":            Secret,
+		"TUXLAB_AUTH_RATE_IP":   "100000",
+		"TUXLAB_AUTH_RATE_USER": "100000",
+		"TUXLAB_BCRYPT_WORKERS": "2",
+	}
+	if dsn == "" {
+		env["DATABASE_URL"] = "sqlite:" + path
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("TUXLAB_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx := context.Background()
+	db, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(ctx, cfg, log, db)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Validating(t, a.Server, a.Server.OpenAPI()))
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+	})
+	return &Env{T: t, Engine: eng, Config: cfg, App: a, DB: db, Server: srv, URL: srv.URL,
+		tokens: auth.NewTokens([]byte(cfg.SecretKey), cfg.TokenTTL, nil)}
+}
+
+var (
+	fixtureHashOnce sync.Once
+	fixtureHash     string
+)
+
+// passwordHash is the bcrypt hash of Password, computed once per test binary so
+// fixtures do not pay bcrypt's cost each time. Real registration tests hash for real.
+func passwordHash() string {
+	fixtureHashOnce.Do(func() {
+		h, err := bcrypt.GenerateFromPassword([]byte(Password), auth.BcryptCost)
+		if err != nil {
+			panic(err)
+		}
+		fixtureHash = string(h)
+	})
+	return fixtureHash
+}
+
+// User is a fixture user with a ready token.
+type User struct {
+	*auth.User
+	Token string
+}
+
+// CreateUser stores a user with role and Password straight through the store
+// and returns it with a valid token.
+func (e *Env) CreateUser(username string, role auth.Role) *User {
+	e.T.Helper()
+	now := e.DB.Now().UTC()
+	u := &auth.User{Username: username, Email: strings.ToLower(username) + "@tuxlab.org", PasswordHash: passwordHash(),
+		Role: role, IsActive: true, PasswordChangedAt: now.Add(-1e9), CreatedAt: now, UpdatedAt: now}
+	if err := e.DB.CreateUser(context.Background(), u); err != nil {
+		e.T.Fatalf("create user %s: %v", username, err)
+	}
+	return &User{User: u, Token: e.Token(u)}
+}
+
+// Token issues a valid token for u, as login would.
+func (e *Env) Token(u *auth.User) string {
+	e.T.Helper()
+	tok, err := e.tokens.Issue(u)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return tok
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test when it is not JSON.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %q: %v", r.Body, err)
+	}
+}
+
+// Detail returns the string detail of an error body ("" when it is not one).
+func (r *Response) Detail() string {
+	var b struct {
+		Detail any `json:"detail"`
+	}
+	json.Unmarshal(r.Body, &b)
+	s, _ := b.Detail.(string)
+	return s
+}
+
+// Request describes a call: body may be nil, a string or []byte sent as is, or
+// any value sent as JSON.
+type Request struct {
+	Method, Path string
+	Token        string
+	Body         any
+	Header       http.Header
+}
+
+// Do performs req against the server.
+func (e *Env) Do(req Request) *Response {
+	e.T.Helper()
+	var body io.Reader
+	switch b := req.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		body = bytes.NewReader(j)
+	}
+	r, err := http.NewRequest(req.Method, e.URL+req.Path, body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	for k, vs := range req.Header {
+		r.Header[k] = vs
+	}
+	if req.Token != "" {
+		r.Header.Set("Authorization", "Bearer "+req.Token)
+	}
+	if body != nil && r.Header.Get("Content-Type") == "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.Server.Client().Do(r)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", req.Method, req.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Get is a shorthand for an authenticated GET.
+func (e *Env) Get(path, token string) *Response {
+	e.T.Helper()
+	return e.Do(Request{Method: "GET", Path: path, Token: token})
+}
+
+// Expect fails the test unless r has status want.
+func (r *Response) Expect(t testing.TB, want int) *Response {
+	t.Helper()
+	if r.Status != want {
+		t.Fatalf("status %d, want %d; body %s", r.Status, want, r.Body)
+	}
+	return r
+}

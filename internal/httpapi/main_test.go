@@ -1,0 +1,25 @@
+package httpapi_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"tuxlab/internal/apitest"
+)
+
+// TestMain checks, after a full run, that every documented operation was
+// exercised with a success status: the OpenAPI document and the tests walk
+// the same routes.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
+		if missing := apitest.Uncovered(); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: documented operations no test called successfully: %v\n", missing)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,114 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		e.Get("/healthz", "").Expect(t, 200)
+		e.Get("/readyz", "").Expect(t, 200)
+		e.DB.Close() // the database goes away: ready no more, still alive
+		if r := e.Get("/readyz", "").Expect(t, http.StatusServiceUnavailable); r.Detail() != "Database unavailable" {
+			t.Fatalf("detail %q", r.Detail())
+		}
+		e.Get("/healthz", "").Expect(t, 200)
+	})
+}
+
+func TestMetricsByRoutePattern(t *testing.T) {
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("kim", auth.RoleStudent)
+	e.Get("/api/auth/me", u.Token).Expect(t, 200)
+	e.Get("/api/auth/me", "").Expect(t, 401)
+	e.Get("/api/admin/users/7/role", "").Expect(t, 405)
+	body := string(e.Get("/metrics", "").Expect(t, 200).Body)
+	for _, want := range []string{
+		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="200"} 1`,
+		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="401"} 1`,
+		`tuxlab_http_requests_total{method="GET",route="unmatched",status="405"} 1`,
+		`tuxlab_http_request_duration_seconds_bucket{method="GET",route="GET /api/auth/me",status="200",le="+Inf"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	e := apitest.New(t, "sqlite")
+	r := e.Do(apitest.Request{Method: "GET", Path: "/healthz", Header: http.Header{"X-Request-Id": {"trace-abc.123"}}})
+	if got := r.Header.Get("X-Request-ID"); got != "trace-abc.123" {
+		t.Fatalf("honoured id = %q", got)
+	}
+	for _, bad := range []string{"", "has spaces in it", strings.Repeat("x", 65)} {
+		r := e.Do(apitest.Request{Method: "GET", Path: "/healthz", Header: http.Header{"X-Request-Id": {bad}}})
+		if got := r.Header.Get("X-Request-ID"); got == bad || len(got) != 24 {
+			t.Fatalf("for %q the id is %q, want a generated one", bad, got)
+		}
+	}
+}
+
+func TestCORS(t *testing.T) {
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.CORSOrigins = []string{"https://learn.tuxlab.org"} })
+	pre := func(origin string) *apitest.Response {
+		return e.Do(apitest.Request{Method: "OPTIONS", Path: "/api/auth/login", Header: http.Header{
+			"Origin": {origin}, "Access-Control-Request-Method": {"POST"}, "Access-Control-Request-Headers": {"content-type"}}})
+	}
+	r := pre("https://learn.tuxlab.org").Expect(t, http.StatusNoContent)
+	if r.Header.Get("Access-Control-Allow-Origin") != "https://learn.tuxlab.org" || !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight headers %v", r.Header)
+	}
+	if r := pre("https://evil.example.net").Expect(t, http.StatusForbidden); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatal("disallowed origin got CORS headers")
+	}
+	r = e.Do(apitest.Request{Method: "GET", Path: "/healthz", Header: http.Header{"Origin": {"https://learn.tuxlab.org"}}})
+	if r.Header.Get("Access-Control-Allow-Origin") != "https://learn.tuxlab.org" || !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "X-Total-Count") {
+		t.Fatalf("simple request headers %v", r.Header)
+	}
+}
+
+func TestOpenAPIDocumentAndDocs(t *testing.T) {
+	e := apitest.New(t, "sqlite")
+	r := e.Get("/api/openapi.json", "").Expect(t, 200)
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	r.JSON(t, &doc)
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+	for path, methods := range map[string][]string{
+		"/api/auth/register": {"post"}, "/api/auth/login": {"post"}, "/api/auth/me": {"get"},
+		"/api/admin/users": {"get", "post"}, "/api/admin/users/{id}/role": {"put"}, "/api/admin/users/{id}/active": {"put"},
+		"/api/admin/users/{id}": {"delete"}, "/api/admin/stats": {"get"},
+	} {
+		for _, m := range methods {
+			if doc.Paths[path][m] == nil {
+				t.Errorf("document lacks %s %s", m, path)
+			}
+		}
+	}
+	html := string(e.Get("/docs", "").Expect(t, 200).Body)
+	for path := range doc.Paths {
+		if !strings.Contains(html, path) {
+			t.Errorf("/docs lacks %s", path)
+		}
+	}
+	if !strings.Contains(html, "<!doctype html>") || strings.Contains(html, "<script") {
+		t.Fatal("/docs is not a self-contained HTML page")
+	}
+	var anyDoc map[string]any
+	if err := json.Unmarshal(r.Body, &anyDoc); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
+)
+
+// testEnv is a configuration for one engine with its own data directory.
+func testEnv(t *testing.T, eng store.Engine) map[string]string {
+	dsn, path := storetest.URL(t, eng)
+	if dsn == "" {
+		dsn = "sqlite:" + path
+	}
+	return map[string]string{
+		"TUXLAB_DATA_DIR": filepath.Join(t.TempDir(), "data"),
+		"DATABASE_URL":    dsn,
+		"TUXLAB_ADDR":     "127.0.0.1:0",
+	}
+}
+
+func runCmd(t *testing.T, env map[string]string, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	out, _, err := runCmd(t, nil, "", "version")
+	if err != nil || !strings.HasPrefix(out, "tuxlab ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+	if _, _, err := runCmd(t, nil, "", "frobnicate"); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+}
+
+func TestMigrateAndCreateUser(t *testing.T) {
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			env := testEnv(t, eng)
+			if out, _, err := runCmd(t, env, "", "migrate"); err != nil || !strings.Contains(out, "up to date") {
+				t.Fatalf("migrate: %q %v", out, err)
+			}
+			out, _, err := runCmd(t, env, "S3cret-admin-pw\n", "user", "create", "--username", "root", "--email", "root@tuxlab.org", "--role", "admin")
+			if err != nil || !strings.Contains(out, `created admin "root"`) {
+				t.Fatalf("user create: %q %v", out, err)
+			}
+			if _, _, err := runCmd(t, env, "S3cret-admin-pw\n", "user", "create", "--username", "root", "--email", "r2@tuxlab.org", "--role", "admin"); err == nil || !strings.Contains(err.Error(), "Username already registered") {
+				t.Fatalf("duplicate: %v", err)
+			}
+			if _, _, err := runCmd(t, env, "short\n", "user", "create", "--username", "kim", "--email", "kim@tuxlab.org", "--role", "student"); err == nil || !strings.Contains(err.Error(), "password: Password must be at least 8") {
+				t.Fatalf("weak password: %v", err)
+			}
+			if _, _, err := runCmd(t, env, "", "user", "create", "--username", "kim", "--email", "kim@tuxlab.org"); err == nil || !strings.Contains(err.Error(), "stdin") {
+				t.Fatalf("no password: %v", err)
+			}
+			if _, _, err := runCmd(t, env, "x\n", "user", "create", "--username", "kim", "--email", "kim@tuxlab.org", "--role", "god"); err == nil {
+				t.Fatal("bad role accepted")
+			}
+		})
+	}
+}
+
+func TestProductionRefusesWeakSecret(t *testing.T) {
+	env := testEnv(t, store.SQLite)
+	env["TUXLAB_ENV"] = "production"
+	env["SECRET_KEY"] = "too-short"
+	if _, _, err := runCmd(t, env, "", "serve"); err == nil || !strings.Contains(err.Error(), "SECRET_KEY") {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestServeShutsDownGracefully starts the real server on port 0, begins a
+// request, sends the shutdown signal (cancels the context) while the request
+// body is still arriving, and checks that the request still completes.
+func TestServeShutsDownGracefully(t *testing.T) {
+	env := testEnv(t, store.SQLite)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logR, logW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
+		logW.Close()
+	}()
+	sc := bufio.NewScanner(logR)
+	addr := waitForLog(t, sc, "serving").Addr
+	shuttingDown := make(chan struct{})
+	go func() {
+		waitForLog(t, sc, "shutting down: waiting for in-flight requests")
+		close(shuttingDown)
+		for sc.Scan() {
+		}
+	}()
+
+	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	// Expect: 100-continue makes the server say when a handler is reading the
+	// body, so the request is provably in flight when shutdown begins.
+	bodyR, bodyW := io.Pipe()
+	reading := make(chan struct{})
+	respc := make(chan *http.Response, 1)
+	go func() {
+		trace := &httptrace.ClientTrace{Got100Continue: func() { close(reading) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+			"POST", "http://"+addr+"/api/auth/register", bodyR)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Expect", "100-continue")
+		client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("in-flight request failed: %v", err)
+			respc <- nil
+			return
+		}
+		respc <- resp
+	}()
+	<-reading
+	cancel() // SIGTERM
+	<-shuttingDown
+	bodyW.Write([]byte(`{"username":"late","email":"late@tuxlab.org","password":"finished after shutdown began"}`))
+	bodyW.Close()
+	if resp := <-respc; resp == nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("in-flight request: %+v", resp)
+	}
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Fatal("a new request was served after shutdown")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after shutdown")
+	}
+}
+
+// logLine is the part of a JSON log line the test reads.
+type logLine struct{ Msg, Addr string }
+
+// waitForLog reads log lines until one has message msg.
+func waitForLog(t *testing.T, sc *bufio.Scanner, msg string) logLine {
+	for sc.Scan() {
+		var line logLine
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == msg {
+			return line
+		}
+	}
+	t.Errorf("server never logged %q: %v", msg, sc.Err())
+	return logLine{}
+}

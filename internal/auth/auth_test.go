@@ -1,0 +1,105 @@
+package auth
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+func TestNormalizeEmail(t *testing.T) {
+	tests := []struct {
+		in, want string // want "" means invalid
+	}{
+		{"Alice@TuxLab.org", "alice@tuxlab.org"},
+		{"first.last+tag@mail.tuxlab.co.uk", "first.last+tag@mail.tuxlab.co.uk"},
+		{"  bob@tuxlab.org ", "bob@tuxlab.org"},
+		{"a@b.test", ""}, {"a@b.invalid", ""}, {"a@b.localhost", ""}, {"a@localhost", ""}, {"a@b.local", ""},
+		{"a@example.com", ""}, {"a@sub.example.org", ""}, {"a@x.example", ""}, {"a@router.home.arpa", ""}, {"a@x.onion", ""},
+		{"plain", ""}, {"@tuxlab.org", ""}, {"a@", ""}, {"a@-bad-.org", ""}, {"a@tuxlab.o", ""}, {"a@tuxlab.123", ""},
+		{"A <a@tuxlab.org>", ""}, {"a@tuxlab..org", ""}, {strings.Repeat("a", 250) + "@tuxlab.org", ""}, {"a b@tuxlab.org", ""},
+	}
+	for _, tt := range tests {
+		var f errs.Fields
+		got := NormalizeEmail(&f, []any{"body", "email"}, tt.in)
+		if got != tt.want || (tt.want == "") != (len(f) == 1) {
+			t.Errorf("NormalizeEmail(%q) = %q with %v, want %q", tt.in, got, f, tt.want)
+		}
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewRateLimiter(6, func() time.Time { return now }) // one token every 10 s
+	for i := range 6 {
+		if ok, _ := l.Allow("ip"); !ok {
+			t.Fatalf("attempt %d refused", i)
+		}
+	}
+	ok, wait := l.Allow("ip")
+	if ok || wait != 10*time.Second {
+		t.Fatalf("7th attempt: ok=%v wait=%v", ok, wait)
+	}
+	if ok, _ := l.Allow("other"); !ok {
+		t.Fatal("another key was limited")
+	}
+	now = now.Add(10 * time.Second)
+	if ok, _ := l.Allow("ip"); !ok {
+		t.Fatal("not refilled after 10 s")
+	}
+	now = now.Add(2 * time.Minute)
+	l.Allow("fresh")
+	if len(l.buckets) != 1 {
+		t.Fatalf("%d buckets kept, want idle ones swept", len(l.buckets))
+	}
+}
+
+func TestTokens(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 500000000, time.UTC)
+	clock := func() time.Time { return now }
+	tk := NewTokens([]byte("0123456789abcdef0123456789abcdef"), time.Hour, clock)
+	tok, err := tk.Issue(&User{ID: 7, Username: "kim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tk.Parse(tok)
+	if err != nil || c.Subject != "7" || c.Username != "kim" || !c.Issued().Equal(now) {
+		t.Fatalf("claims %+v, %v", c, err)
+	}
+	if _, err := NewTokens([]byte("another-key-another-key-another-k"), time.Hour, clock).Parse(tok); err == nil {
+		t.Fatal("token verified with the wrong key")
+	}
+	now = now.Add(time.Hour + time.Second)
+	if _, err := tk.Parse(tok); err == nil {
+		t.Fatal("expired token accepted")
+	}
+}
+
+func TestHasherRefusesWhenQueueIsFull(t *testing.T) {
+	h := NewHasher(4, 1, 1) // one running, one waiting
+	h.slots <- struct{}{}   // occupy the only slot
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		close(started)
+		h.do(context.Background(), func() {})
+	}()
+	<-started
+	for len(h.waiting) == 0 { // the goroutine takes the only queue place
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.do(context.Background(), func() {}); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("full queue: %v, want Unavailable", err)
+	}
+	<-h.slots
+	wg.Wait()
+	ok, err := h.Verify(context.Background(), "", "anything")
+	if ok || err != nil {
+		t.Fatalf("unknown user verified: %v %v", ok, err)
+	}
+}

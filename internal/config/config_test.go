@@ -1,0 +1,69 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Env != Development || c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.TokenTTL.Minutes() != 480 ||
+		c.SQLitePath() != "data/tuxlab.db" {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"production without secret", map[string]string{"TUXLAB_ENV": "production"}, "SECRET_KEY"},
+		{"production with a short secret", map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": "short"}, "SECRET_KEY"},
+		{"unknown env", map[string]string{"TUXLAB_ENV": "staging"}, "TUXLAB_ENV"},
+		{"bad ttl", map[string]string{"ACCESS_TOKEN_EXPIRE_MINUTES": "ten"}, "ACCESS_TOKEN_EXPIRE_MINUTES"},
+		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
+		{"bootstrap without password", map[string]string{"TUXLAB_BOOTSTRAP_ADMIN": "root:root@tuxlab.org"}, "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"},
+	}
+	for _, tt := range tests {
+		if _, err := Load(env(tt.env)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want mention of %s", tt.name, err, tt.want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": strings.Repeat("k", 32)})); err != nil {
+		t.Fatalf("strong production secret refused: %v", err)
+	}
+}
+
+func TestDevelopmentSecretIsKept(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := Load(env(map[string]string{"TUXLAB_DATA_DIR": dir}))
+	if err := c.EnsureSecret(); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Load(env(map[string]string{"TUXLAB_DATA_DIR": dir}))
+	if err := again.EnsureSecret(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.SecretKey) < MinSecretBytes || c.SecretKey != again.SecretKey {
+		t.Fatal("the development secret was not kept")
+	}
+	fi, err := os.Stat(filepath.Join(dir, "secret_key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file: %v %v", fi, err)
+	}
+	if strings.Contains(c.SecretKey.String(), string(c.SecretKey)) {
+		t.Fatal("the secret prints itself")
+	}
+	if got := redactURL("postgres://u:pw@db:5432/tuxlab"); got != "postgres://u:******@db:5432/tuxlab" {
+		t.Fatalf("redact: %s", got)
+	}
+}

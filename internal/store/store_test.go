@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/errs"
+	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newUser(name string, role auth.Role) *auth.User {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 123456000, time.UTC)
+	return &auth.User{Username: name, Email: name + "@tuxlab.org", PasswordHash: "$2a$12$x", Role: role, IsActive: true,
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		n, err := db.Migrate(context.Background(), quiet)
+		if err != nil || n != 0 {
+			t.Fatalf("second migrate applied %d, err %v", n, err)
+		}
+	})
+}
+
+func TestMigrateRefusesUnknownMigration(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if _, err := db.SQL().Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES ('9999_from_the_future.sql', $1)`, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Migrate(context.Background(), quiet); err == nil {
+			t.Fatal("migrate accepted a database from a newer tuxlab")
+		}
+	})
+}
+
+func TestUserRoundTrip(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := newUser("Alice", auth.RoleInstructor)
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.FindUserByUsername(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != u.ID || got.Username != "Alice" || got.Role != auth.RoleInstructor || !got.IsActive ||
+			!got.PasswordChangedAt.Equal(u.PasswordChangedAt) || got.CreatedAt.Location() != time.UTC {
+			t.Fatalf("round trip: %+v, want %+v", got, u)
+		}
+		if _, err := db.FindUserByID(ctx, u.ID+100); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("missing user: %v", err)
+		}
+		if err := db.CreateUser(ctx, newUser("ALICE", auth.RoleStudent)); !errors.Is(err, auth.ErrUsernameTaken) {
+			t.Fatalf("duplicate username: %v", err)
+		}
+		dup := newUser("alice2", auth.RoleStudent)
+		dup.Email = u.Email
+		if err := db.CreateUser(ctx, dup); !errors.Is(err, auth.ErrEmailTaken) {
+			t.Fatalf("duplicate email: %v", err)
+		}
+		// A change that fails leaves the row as it was.
+		boom := errs.E(errs.Conflict, "no")
+		if _, err := db.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return boom }); !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if got, _ := db.FindUserByID(ctx, u.ID); got.Role != auth.RoleInstructor {
+			t.Fatalf("aborted change was stored: %s", got.Role)
+		}
+		st, err := db.CountUsers(ctx)
+		if err != nil || st.Total != 1 || st.ByRole[auth.RoleInstructor] != 1 || st.ByRole[auth.RoleAdmin] != 0 {
+			t.Fatalf("stats %+v, %v", st, err)
+		}
+		if err := db.DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); !errs.Is(err, errs.NotFound) {
+			t.Fatalf("second delete: %v", err)
+		}
+	})
+}

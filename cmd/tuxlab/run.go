@@ -181,7 +181,7 @@ func readPassword(std stdio) (string, error) {
 	}
 	line, err := bufio.NewReader(std.in).ReadString('\n')
 	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return "", errors.New("no password on stdin: pipe it in, e.g. printf '%s\\n' \"$PW\" | tuxlab user create ...")
+		return "", errors.New("no password on stdin: pipe it in, for example printf '%s\\n' \"$PW\" | tuxlab user create")
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }

@@ -165,12 +165,3 @@ type timestamp time.Time
 func (t timestamp) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
 }
-
-// optionalTimestamp is a timestamp that may be null.
-func optionalTimestamp(t *time.Time) *timestamp {
-	if t == nil || t.IsZero() {
-		return nil
-	}
-	ts := timestamp(*t)
-	return &ts
-}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Run tuxlab's whole test suite on SQLite and PostgreSQL.
+#
+#   ./scripts/test.sh            # installs what it needs on Debian (as root), then go test ./...
+#   ./scripts/test.sh -run Admin # extra arguments go to go test
+#
+# It installs and starts PostgreSQL when it can (root on Debian) and points the
+# tests at it with TUXLAB_TEST_POSTGRES_URL. Set TUXLAB_TEST_POSTGRES_URL yourself
+# to use another server; set TUXLAB_TEST_NO_POSTGRES=1 to test on SQLite alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+need_root_apt() {
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		say "cannot install $* here: run as root on Debian, or install it yourself"
+		return 1
+	fi
+}
+
+apt_install() {
+	need_root_apt "$@" || return 1
+	if [ -z "${TUXLAB_APT_UPDATED:-}" ]; then
+		say "apt-get update"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		export TUXLAB_APT_UPDATED=1
+	fi
+	say "installing $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+command -v go >/dev/null || { say "Go is missing: install Go 1.24 or newer (https://go.dev/doc/install)"; exit 1; }
+
+# PostgreSQL: a local cluster with a role that may create the per-test databases.
+if [ -z "${TUXLAB_TEST_POSTGRES_URL:-}" ] && [ -z "${TUXLAB_TEST_NO_POSTGRES:-}" ]; then
+	if ! command -v pg_lsclusters >/dev/null || [ -z "$(ls /usr/lib/postgresql 2>/dev/null)" ]; then
+		apt_install postgresql
+	fi
+	ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
+	if [ -z "$(pg_lsclusters -h | awk -v v="$ver" '$1==v')" ]; then
+		say "creating PostgreSQL $ver cluster"
+		pg_createcluster "$ver" main >/dev/null
+	fi
+	if ! pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main"' | grep -q online; then
+		say "starting PostgreSQL $ver"
+		pg_ctlcluster "$ver" main start
+	fi
+	port=$(pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main" {print $3}')
+	runuser -u postgres -- psql -q -p "$port" -v ON_ERROR_STOP=1 >/dev/null <<-'SQL'
+		DO $$ BEGIN
+		  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tuxlab_test') THEN
+		    CREATE ROLE tuxlab_test LOGIN CREATEDB PASSWORD 'tuxlab_test';
+		  END IF;
+		END $$;
+	SQL
+	export TUXLAB_TEST_POSTGRES_URL="postgres://tuxlab_test:tuxlab_test@127.0.0.1:$port/postgres?sslmode=disable"
+fi
+
+if [ -n "${TUXLAB_TEST_POSTGRES_URL:-}" ]; then
+	say "testing on SQLite and PostgreSQL"
+else
+	say "testing on SQLite only (TUXLAB_TEST_NO_POSTGRES is set)"
+fi
+race=()
+if command -v gcc >/dev/null; then race=(-race); fi
+go test "${race[@]}" -count=1 -timeout 30m ./... "$@"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Bring tuxlab up on the embedded default: SQLite in ./data and the bundled
+# curriculum. Builds the binary and runs `tuxlab serve` in the foreground.
+#
+#   ./scripts/up.sh                 # http://127.0.0.1:8000
+#   TUXLAB_ADDR=0.0.0.0:8080 ./scripts/up.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+command -v go >/dev/null || { say "Go is missing: install Go 1.24 or newer (https://go.dev/doc/install)"; exit 1; }
+
+say "building tuxlab"
+go build -o ./tuxlab ./cmd/tuxlab
+
+say "starting tuxlab on ${TUXLAB_ADDR:-127.0.0.1:8000} (data in ${TUXLAB_DATA_DIR:-./data}); Ctrl-C stops it"
+say "first admin: ./tuxlab user create --username admin --email you@your.domain --role admin"
+exec ./tuxlab serve "$@"

@@ -29,6 +29,8 @@ Usage:
   tuxlab user create --username U --email E --role admin|instructor|student
                                         create a user; the password is read from
                                         stdin, or prompted for on a terminal
+  tuxlab content import DIR             upsert a curriculum directory by slug (idempotent)
+  tuxlab content export DIR             write the curriculum in the database to DIR
   tuxlab version                        print the version
 
 Configuration comes from environment variables; see README.md.
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return migrate(ctx, args[1:], getenv, std)
 	case "user":
 		return user(ctx, args[1:], getenv, std)
+	case "content":
+		return contentCmd(ctx, args[1:], getenv, std)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -197,4 +201,41 @@ func describe(err error) error {
 		lines = append(lines, fmt.Sprintf("%v: %s", f.Loc[len(f.Loc)-1], f.Msg))
 	}
 	return errors.New(strings.Join(lines, "\n"))
+}
+
+func contentCmd(ctx context.Context, args []string, getenv func(string) string, std stdio) error {
+	if len(args) != 2 || (args[0] != "import" && args[0] != "export") {
+		return errors.New("usage: tuxlab content import DIR | tuxlab content export DIR")
+	}
+	env := func(k string) string {
+		if k == "TUXLAB_BUNDLED_CURRICULUM" {
+			return "false" // this command says what to load
+		}
+		return getenv(k)
+	}
+	_, _, a, err := setup(ctx, env, std)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	dir := args[1]
+	if args[0] == "export" {
+		n, err := a.Lessons.Export(ctx, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(std.out, "exported %d themes to %s\n", n, dir)
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory of modules (see docs/curriculum-format.md)", dir)
+	}
+	report, err := a.Lessons.Import(ctx, os.DirFS(dir), func(format string, args ...any) {
+		fmt.Fprintf(std.err, "content import: "+format+"\n", args...)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(std.out, report)
+	return nil
 }

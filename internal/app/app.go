@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"tuxlab/content"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/httpapi"
+	"tuxlab/internal/lesson"
 	"tuxlab/internal/store"
 )
 
@@ -26,8 +28,9 @@ type App struct {
 	Config config.Config
 	Log    *slog.Logger
 	DB     *store.DB
-	Auth   *auth.Service
-	Server *httpapi.Server
+	Auth    *auth.Service
+	Lessons *lesson.Service
+	Server  *httpapi.Server
 }
 
 // Open connects to the database and applies pending migrations.
@@ -63,8 +66,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 			log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
 		}
 	}
+	a.Lessons = lesson.NewService(db, nil)
+	if cfg.BundledCurriculum {
+		imported, report, err := a.Lessons.ImportIfEmpty(ctx, content.Curriculum())
+		if err != nil {
+			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
+		}
+		if imported {
+			log.Info("loaded the bundled curriculum into an empty database", "report", report.String())
+		}
+	}
 	a.Server = httpapi.New(httpapi.Deps{
-		Auth: a.Auth, DB: db, Log: log, Version: Version,
+		Auth: a.Auth, Lessons: a.Lessons, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
 	return a, nil

@@ -42,6 +42,10 @@ type Config struct {
 	LoginPerUserPerMin int   // TUXLAB_AUTH_RATE_USER: login attempts per username
 	BcryptWorkers      int   // TUXLAB_BCRYPT_WORKERS: password hashes computed at once (0: one less than the CPUs)
 
+	// BundledCurriculum loads the embedded curriculum into a database with no
+	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
+	BundledCurriculum bool
+
 	BootstrapAdmin string // TUXLAB_BOOTSTRAP_ADMIN: "username:email" created as admin on a database with none
 	// BootstrapAdminPassword comes from TUXLAB_BOOTSTRAP_ADMIN_PASSWORD.
 	BootstrapAdminPassword Secret
@@ -85,6 +89,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AuthPerIPPerMinute = env.int("TUXLAB_AUTH_RATE_IP", c.AuthPerIPPerMinute, 1, 100000)
 	c.LoginPerUserPerMin = env.int("TUXLAB_AUTH_RATE_USER", c.LoginPerUserPerMin, 1, 100000)
 	c.BcryptWorkers = env.int("TUXLAB_BCRYPT_WORKERS", 0, 0, 256)
+	c.BundledCurriculum = env.bool("TUXLAB_BUNDLED_CURRICULUM", true)
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))
@@ -208,6 +213,21 @@ type envParser struct {
 }
 
 func (p *envParser) fail(err error) { p.errs = append(p.errs, err) }
+
+// bool reads true/false (also 1/0, yes/no, on/off), or def when the variable is unset.
+func (p *envParser) bool(name string, def bool) bool {
+	switch v := strings.ToLower(p.getenv(name)); v {
+	case "":
+		return def
+	case "true", "1", "yes", "on":
+		return true
+	case "false", "0", "no", "off":
+		return false
+	default:
+		p.fail(fmt.Errorf("%s must be true or false, not %q", name, v))
+		return def
+	}
+}
 
 // int reads an integer in [lo, hi], or def when the variable is unset.
 func (p *envParser) int(name string, def, lo, hi int) int {

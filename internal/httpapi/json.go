@@ -35,8 +35,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // over the limit is 413.
 func decodeJSON(r *http.Request, dst any) error {
 	body, err := io.ReadAll(r.Body)
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	if isTooLarge(err) {
 		return errBodyTooLarge
 	}
 	if err != nil {
@@ -61,6 +60,12 @@ func decodeJSON(r *http.Request, dst any) error {
 	default:
 		return errs.Field([]any{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
 	}
+}
+
+// isTooLarge reports whether a body read failed on the size limit.
+func isTooLarge(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
 }
 
 func jsonTypeName(kind string) string {
@@ -137,6 +142,65 @@ func (q *query) int(name string, def, lo, hi int) int {
 		return def
 	}
 	return n
+}
+
+// optStr returns a string parameter, or nil when absent.
+func (q *query) optStr(name string) *string {
+	if v, ok := q.str(name); ok {
+		return &v
+	}
+	return nil
+}
+
+// optInt returns an integer parameter in [lo, hi], or nil when absent.
+func (q *query) optInt(name string, lo, hi int) *int {
+	if _, ok := q.str(name); !ok {
+		return nil
+	}
+	before := len(q.fields)
+	n := q.int(name, 0, lo, hi)
+	if len(q.fields) > before {
+		return nil
+	}
+	return &n
+}
+
+// requireInt returns a required integer parameter in [lo, hi].
+func (q *query) requireInt(name string, lo, hi int) int {
+	if _, ok := q.str(name); !ok {
+		q.fields.Add([]any{"query", name}, "Field required", "missing")
+		return 0
+	}
+	return q.int(name, 0, lo, hi)
+}
+
+// maxIDs bounds the length of an id list a client may send.
+const maxIDs = 1000
+
+// ids returns a required comma-separated list of positive integers.
+func (q *query) ids(name string) []int64 {
+	v := q.requireStr(name)
+	if v == "" {
+		if _, given := q.str(name); given {
+			q.fields.Add([]any{"query", name}, "Input should be a comma-separated list of ids", "value_error")
+		}
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > maxIDs {
+		q.fields.Add([]any{"query", name}, fmt.Sprintf("At most %d ids", maxIDs), "too_long")
+		return nil
+	}
+	out := make([]int64, 0, len(parts))
+	for _, p := range parts {
+		id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || id < 1 {
+			q.fields.Add([]any{"query", name}, "Input should be a comma-separated list of ids", "value_error")
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 // boolean returns a required boolean parameter.

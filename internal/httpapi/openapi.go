@@ -12,14 +12,24 @@ import (
 type op struct {
 	summary string
 	tag     string
-	params  []param // query parameters; path parameters are derived from the path
-	body    string  // name of the JSON request body schema, if any
-	status  int     // success status
-	result  string  // name of the success body schema ("" for none)
-	paged   bool    // sets X-Total-Count and Link
-	errors  []int   // statuses beyond those implied by access, parameters and body
+	params  []param  // query parameters; path parameters are derived from the path
+	body    string   // name of the JSON request body schema, if any
+	text    textBody // a Markdown request body, if any
+	status  int      // success status
+	result  string   // name of the success body schema ("" for none)
+	paged   bool     // sets X-Total-Count and Link
+	errors  []int    // statuses beyond those implied by access, parameters and body
 	desc    string
 }
+
+// textBody says whether an operation takes lesson text as its body.
+type textBody int
+
+const (
+	noText       textBody = iota
+	optionalText          // Markdown body may be empty
+	requiredText          // Markdown body is required
+)
 
 // param is a query parameter.
 type param struct {
@@ -78,8 +88,37 @@ var schemas = map[string]any{
 	"Token": obj([]string{"access_token", "token_type"}, map[string]any{
 		"access_token": strSchema, "token_type": map[string]any{"const": "bearer"},
 	}),
+	"MarkdownBody": obj([]string{"markdown"}, map[string]any{"markdown": strSchema}),
+	"Progress":     obj([]string{"completed", "total"}, map[string]any{"completed": intSchema, "total": intSchema}),
+	"ThemeSummary": obj([]string{"id", "slug", "title", "order_index", "estimated_minutes", "completed"}, map[string]any{
+		"id": intSchema, "slug": strSchema, "title": strSchema, "order_index": intSchema, "estimated_minutes": intSchema, "completed": boolSchema,
+	}),
+	"Module": obj([]string{"id", "slug", "title", "name", "description", "order_index", "themes", "progress"}, map[string]any{
+		"id": intSchema, "slug": strSchema, "title": strSchema,
+		"name":        map[string]any{"type": "string", "description": "The same value as title: the contract lists modules by title and lets admins set a name."},
+		"description": strSchema, "order_index": intSchema, "themes": arrayOf(ref("ThemeSummary")),
+		"progress": ref("Progress"),
+	}),
+	"ModuleList": arrayOf(ref("Module")),
+	"Theme": obj([]string{"id", "slug", "module_id", "title", "order_index", "estimated_minutes", "completed", "completed_at", "previous_theme_id", "next_theme_id"}, map[string]any{
+		"id": intSchema, "slug": strSchema, "module_id": intSchema, "title": strSchema, "order_index": intSchema,
+		"estimated_minutes": intSchema, "completed": boolSchema,
+		"completed_at":      map[string]any{"oneOf": []any{tsSchema, map[string]any{"type": "null"}}},
+		"previous_theme_id": map[string]any{"type": []string{"integer", "null"}, "description": "The theme before this one in curriculum order, across modules."},
+		"next_theme_id":     map[string]any{"type": []string{"integer", "null"}, "description": "The theme after this one in curriculum order, across modules."},
+	}),
+	"ThemeContent": obj([]string{"theme_id", "format", "markdown", "html", "updated_at"}, map[string]any{
+		"theme_id": intSchema, "format": map[string]any{"const": "markdown"},
+		"markdown":   map[string]any{"type": "string", "description": "The lesson source."},
+		"html":       map[string]any{"type": "string", "description": "The lesson rendered from Markdown and sanitised: no raw HTML, scripts or event handlers survive."},
+		"updated_at": tsSchema,
+	}),
+	"Completion": obj([]string{"theme_id", "completed", "completed_at"}, map[string]any{
+		"theme_id": intSchema, "completed": map[string]any{"const": true}, "completed_at": tsSchema,
+	}),
 	"Deleted": obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
-	"AdminStats": obj([]string{"users"}, map[string]any{
+	"AdminStats": obj([]string{"users", "lessons"}, map[string]any{
+		"lessons": obj([]string{"modules", "themes", "completions"}, map[string]any{"modules": intSchema, "themes": intSchema, "completions": intSchema}),
 		"users": obj([]string{"total", "active", "inactive", "by_role"}, map[string]any{
 			"total": intSchema, "active": intSchema, "inactive": intSchema,
 			"by_role": obj([]string{"student", "instructor", "admin"}, map[string]any{"student": intSchema, "instructor": intSchema, "admin": intSchema}),
@@ -109,6 +148,40 @@ var (
 		params: []param{{name: "is_active", schema: boolSchema, required: true}}, desc: "409 when it would deactivate the last active admin."}
 	docAdminDeleteUser = op{tag: "admin", summary: "Delete a user", status: 200, result: "Deleted", errors: []int{404, 409},
 		desc: "409 when it would delete the last active admin."}
+	docModules       = op{tag: "lessons", summary: "Modules in order, each with its ordered themes and the caller's progress", status: 200, result: "ModuleList"}
+	docTheme         = op{tag: "lessons", summary: "A theme, its module, its neighbours and whether the caller completed it", status: 200, result: "Theme", errors: []int{404}}
+	docThemeContent  = op{tag: "lessons", summary: "A theme's lesson: Markdown and sanitised HTML", status: 200, result: "ThemeContent", errors: []int{404}}
+	docThemeComplete = op{tag: "lessons", summary: "Mark a theme completed (idempotent: recorded once, 200 every time)", status: 200, result: "Completion", errors: []int{404}}
+
+	docAdminCreateModule = op{tag: "admin lessons", summary: "Create a module", status: 201, result: "Module", errors: []int{409},
+		params: []param{
+			{name: "name", schema: strSchema, required: true, desc: "Title of the module."},
+			{name: "slug", schema: strSchema, desc: "Stable key for curriculum files; made from the name when absent."},
+			{name: "description", schema: strSchema},
+			{name: "order_index", schema: intSchema},
+		}}
+	docAdminUpdateModule = op{tag: "admin lessons", summary: "Update a module (only the parameters given change)", status: 200, result: "Module", errors: []int{404, 409},
+		params: []param{{name: "name", schema: strSchema}, {name: "description", schema: strSchema}, {name: "order_index", schema: intSchema}, {name: "slug", schema: strSchema}}}
+	docAdminDeleteModule = op{tag: "admin lessons", summary: "Delete a module; one with themes needs cascade=true", status: 200, result: "Deleted", errors: []int{404, 409},
+		params: []param{{name: "cascade", schema: boolSchema, desc: "Also delete the module's themes and the completions of them."}}}
+	docAdminReorderModules = op{tag: "admin lessons", summary: "Reorder all modules", status: 200, result: "ModuleList", errors: []int{409},
+		params: []param{{name: "module_ids", schema: strSchema, required: true, desc: "Every module id once, comma-separated, in the new order."}}}
+	docAdminReorderThemes = op{tag: "admin lessons", summary: "Reorder the themes of a module", status: 200, result: "Module", errors: []int{404, 409},
+		params: []param{{name: "theme_ids", schema: strSchema, required: true, desc: "Every theme id of the module once, comma-separated, in the new order."}}}
+	docAdminCreateTheme = op{tag: "admin lessons", summary: "Create a theme; its lesson may come as the body", status: 201, result: "Theme", errors: []int{409}, text: optionalText,
+		params: []param{
+			{name: "module_id", schema: intSchema, required: true},
+			{name: "title", schema: strSchema, required: true},
+			{name: "slug", schema: strSchema, desc: "Made from the title when absent."},
+			{name: "order_index", schema: intSchema},
+			{name: "estimated_minutes", schema: intSchema, desc: "1 to 600, default 10."},
+		}}
+	docAdminUpdateTheme = op{tag: "admin lessons", summary: "Update a theme (only the parameters given change)", status: 200, result: "Theme", errors: []int{404, 409},
+		params: []param{{name: "module_id", schema: intSchema}, {name: "title", schema: strSchema}, {name: "slug", schema: strSchema},
+			{name: "order_index", schema: intSchema}, {name: "estimated_minutes", schema: intSchema}}}
+	docAdminSetThemeContent = op{tag: "admin lessons", summary: "Replace a theme's lesson (the body is the Markdown)", status: 200, result: "ThemeContent", errors: []int{404}, text: requiredText}
+	docAdminDeleteTheme     = op{tag: "admin lessons", summary: "Delete a theme and the completions of it", status: 200, result: "Deleted", errors: []int{404}}
+
 	docAdminStats = op{tag: "admin", summary: "System statistics", status: 200, result: "AdminStats"}
 )
 
@@ -120,7 +193,7 @@ func (rt route) responseCodes() []int {
 	if rt.access != public {
 		codes[401], codes[403] = true, true
 	}
-	if rt.doc.body != "" {
+	if rt.doc.body != "" || rt.doc.text != noText {
 		codes[413], codes[422] = true, true
 	}
 	if len(rt.doc.params) > 0 || pathParam.MatchString(rt.path) {
@@ -170,6 +243,15 @@ func (s *Server) openAPIDocument() []byte {
 		if rt.doc.body != "" {
 			o["requestBody"] = map[string]any{"required": true,
 				"content": map[string]any{"application/json": map[string]any{"schema": ref(rt.doc.body)}}}
+		}
+		if rt.doc.text != noText {
+			o["requestBody"] = map[string]any{"required": rt.doc.text == requiredText,
+				"description": "The lesson as Markdown: the raw text (text/markdown or text/plain), or JSON {\"markdown\": \"...\"}. At most 256 KiB.",
+				"content": map[string]any{
+					"text/markdown":    map[string]any{"schema": strSchema},
+					"text/plain":       map[string]any{"schema": strSchema},
+					"application/json": map[string]any{"schema": ref("MarkdownBody")},
+				}}
 		}
 		responses := map[string]any{}
 		for _, code := range rt.responseCodes() {

@@ -38,6 +38,23 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/auth/login", public, s.handleLogin, docLogin},
 		{"GET", "/api/auth/me", user, s.handleMe, docMe},
 
+		// Lessons
+		{"GET", "/api/lessons/modules", user, s.handleModules, docModules},
+		{"GET", "/api/lessons/themes/{theme_id}", user, s.handleTheme, docTheme},
+		{"GET", "/api/lessons/themes/{theme_id}/content", user, s.handleThemeContent, docThemeContent},
+		{"POST", "/api/lessons/themes/{theme_id}/complete", user, s.handleThemeComplete, docThemeComplete},
+
+		// Admin: lesson authoring
+		{"POST", "/api/admin/lessons/modules", admin, s.handleAdminCreateModule, docAdminCreateModule},
+		{"PUT", "/api/admin/lessons/modules/{module_id}", admin, s.handleAdminUpdateModule, docAdminUpdateModule},
+		{"DELETE", "/api/admin/lessons/modules/{module_id}", admin, s.handleAdminDeleteModule, docAdminDeleteModule},
+		{"PUT", "/api/admin/lessons/order", admin, s.handleAdminReorderModules, docAdminReorderModules},
+		{"PUT", "/api/admin/lessons/modules/{module_id}/order", admin, s.handleAdminReorderThemes, docAdminReorderThemes},
+		{"POST", "/api/admin/lessons/themes", admin, s.handleAdminCreateTheme, docAdminCreateTheme},
+		{"PUT", "/api/admin/lessons/themes/{theme_id}", admin, s.handleAdminUpdateTheme, docAdminUpdateTheme},
+		{"PUT", "/api/admin/lessons/themes/{theme_id}/content", admin, s.handleAdminSetThemeContent, docAdminSetThemeContent},
+		{"DELETE", "/api/admin/lessons/themes/{theme_id}", admin, s.handleAdminDeleteTheme, docAdminDeleteTheme},
+
 		// Admin: users and statistics
 		{"GET", "/api/admin/users", admin, s.handleAdminListUsers, docAdminListUsers},
 		{"POST", "/api/admin/users", admin, s.handleAdminCreateUser, docAdminCreateUser},

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/lesson"
 )
 
 // Pinger reports whether the database answers.
@@ -24,6 +25,7 @@ type Pinger interface {
 // Deps are what the server needs from the rest of tuxlab.
 type Deps struct {
 	Auth    *auth.Service
+	Lessons *lesson.Service
 	DB      Pinger
 	Log     *slog.Logger
 	Version string
@@ -37,6 +39,7 @@ type Deps struct {
 // Server serves the API.
 type Server struct {
 	auth           *auth.Service
+	lessons        *lesson.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -54,7 +57,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}

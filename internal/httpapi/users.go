@@ -8,6 +8,7 @@ import (
 
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 )
 
 // userResponse is a user as the API shows it: never the password hash.
@@ -225,14 +226,19 @@ func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) e
 
 // adminStats is the body of GET /api/admin/stats; later features add sections.
 type adminStats struct {
-	Users auth.UserStats `json:"users"`
+	Users   auth.UserStats `json:"users"`
+	Lessons lesson.Stats   `json:"lessons"`
 }
 
 func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.auth.Stats(r.Context())
-	if err != nil {
+	var st adminStats
+	var err error
+	if st.Users, err = s.auth.Stats(r.Context()); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, adminStats{Users: st})
+	if st.Lessons, err = s.lessons.Stats(r.Context()); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }

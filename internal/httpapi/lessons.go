@@ -1,0 +1,354 @@
+package httpapi
+
+import (
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
+)
+
+type progressResponse struct {
+	Completed int `json:"completed"`
+	Total     int `json:"total"`
+}
+
+type themeSummary struct {
+	ID               int64  `json:"id"`
+	Slug             string `json:"slug"`
+	Title            string `json:"title"`
+	OrderIndex       int    `json:"order_index"`
+	EstimatedMinutes int    `json:"estimated_minutes"`
+	Completed        bool   `json:"completed"`
+}
+
+type moduleResponse struct {
+	ID          int64            `json:"id"`
+	Slug        string           `json:"slug"`
+	Title       string           `json:"title"`
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	OrderIndex  int              `json:"order_index"`
+	Themes      []themeSummary   `json:"themes"`
+	Progress    progressResponse `json:"progress"`
+}
+
+func newModuleResponse(m *lesson.Module, done map[int64]time.Time) moduleResponse {
+	r := moduleResponse{ID: m.ID, Slug: m.Slug, Title: m.Title, Name: m.Title, Description: m.Description,
+		OrderIndex: m.OrderIndex, Themes: make([]themeSummary, len(m.Themes)), Progress: progressResponse{Total: len(m.Themes)}}
+	for i, t := range m.Themes {
+		_, completed := done[t.ID]
+		if completed {
+			r.Progress.Completed++
+		}
+		r.Themes[i] = themeSummary{ID: t.ID, Slug: t.Slug, Title: t.Title, OrderIndex: t.OrderIndex,
+			EstimatedMinutes: t.EstimatedMinutes, Completed: completed}
+	}
+	return r
+}
+
+type themeResponse struct {
+	ID               int64      `json:"id"`
+	Slug             string     `json:"slug"`
+	ModuleID         int64      `json:"module_id"`
+	Title            string     `json:"title"`
+	OrderIndex       int        `json:"order_index"`
+	EstimatedMinutes int        `json:"estimated_minutes"`
+	Completed        bool       `json:"completed"`
+	CompletedAt      *timestamp `json:"completed_at"`
+	PreviousThemeID  *int64     `json:"previous_theme_id"`
+	NextThemeID      *int64     `json:"next_theme_id"`
+}
+
+func newThemeResponse(v *lesson.ThemeView) themeResponse {
+	r := themeResponse{ID: v.ID, Slug: v.Slug, ModuleID: v.ModuleID, Title: v.Title, OrderIndex: v.OrderIndex,
+		EstimatedMinutes: v.EstimatedMinutes, PreviousThemeID: v.PreviousThemeID, NextThemeID: v.NextThemeID}
+	if v.CompletedAt != nil {
+		ts := timestamp(*v.CompletedAt)
+		r.Completed, r.CompletedAt = true, &ts
+	}
+	return r
+}
+
+type contentResponse struct {
+	ThemeID   int64     `json:"theme_id"`
+	Format    string    `json:"format"`
+	Markdown  string    `json:"markdown"`
+	HTML      string    `json:"html"`
+	UpdatedAt timestamp `json:"updated_at"`
+}
+
+func newContentResponse(c *lesson.Content) contentResponse {
+	return contentResponse{ThemeID: c.ThemeID, Format: "markdown", Markdown: c.Markdown, HTML: c.HTML, UpdatedAt: timestamp(c.UpdatedAt)}
+}
+
+func (s *Server) handleModules(w http.ResponseWriter, r *http.Request) error {
+	modules, done, err := s.lessons.Modules(r.Context(), currentUser(r).ID)
+	if err != nil {
+		return err
+	}
+	out := make([]moduleResponse, len(modules))
+	for i, m := range modules {
+		out[i] = newModuleResponse(m, done)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleTheme(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	v, err := s.lessons.Theme(r.Context(), currentUser(r).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newThemeResponse(v))
+	return nil
+}
+
+func (s *Server) handleThemeContent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	c, err := s.lessons.Content(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newContentResponse(c))
+	return nil
+}
+
+type completionResponse struct {
+	ThemeID     int64     `json:"theme_id"`
+	Completed   bool      `json:"completed"`
+	CompletedAt timestamp `json:"completed_at"`
+}
+
+func (s *Server) handleThemeComplete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	at, err := s.lessons.Complete(r.Context(), currentUser(r).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, completionResponse{ThemeID: id, Completed: true, CompletedAt: timestamp(at)})
+	return nil
+}
+
+// Admin authoring. Inputs come as query parameters (the admin convention);
+// lesson text comes as the request body.
+
+func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	n := lesson.NewModule{Title: q.requireStr("name"), OrderIndex: q.int("order_index", 0, 0, lesson.MaxOrderIndex)}
+	n.Slug, _ = q.str("slug")
+	n.Description, _ = q.str("description")
+	if err := q.err(); err != nil {
+		return err
+	}
+	m, err := s.lessons.CreateModule(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newModuleResponse(m, nil))
+	return nil
+}
+
+func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "module_id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	var u lesson.ModuleUpdate
+	u.Title = q.optStr("name")
+	u.Slug = q.optStr("slug")
+	u.Description = q.optStr("description")
+	u.OrderIndex = q.optInt("order_index", 0, lesson.MaxOrderIndex)
+	if err := q.err(); err != nil {
+		return err
+	}
+	m, err := s.lessons.UpdateModule(r.Context(), id, u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteModule(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "module_id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	cascade := false
+	if _, ok := q.str("cascade"); ok {
+		cascade = q.boolean("cascade")
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	if err := s.lessons.DeleteModule(r.Context(), id, cascade); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Module deleted", "id": id})
+	return nil
+}
+
+func (s *Server) handleAdminReorderModules(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	ids := q.ids("module_ids")
+	if err := q.err(); err != nil {
+		return err
+	}
+	if err := s.lessons.ReorderModules(r.Context(), ids); err != nil {
+		return err
+	}
+	return s.handleModules(w, r)
+}
+
+func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "module_id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	ids := q.ids("theme_ids")
+	if err := q.err(); err != nil {
+		return err
+	}
+	if err := s.lessons.ReorderThemes(r.Context(), id, ids); err != nil {
+		return err
+	}
+	m, err := s.lessons.Module(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
+	return nil
+}
+
+func (s *Server) handleAdminCreateTheme(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	n := lesson.NewTheme{
+		ModuleID:         int64(q.requireInt("module_id", 1, 1<<62)),
+		Title:            q.requireStr("title"),
+		OrderIndex:       q.int("order_index", 0, 0, lesson.MaxOrderIndex),
+		EstimatedMinutes: q.int("estimated_minutes", 10, 1, lesson.MaxMinutes),
+	}
+	n.Slug, _ = q.str("slug")
+	if err := q.err(); err != nil {
+		return err
+	}
+	md, err := readMarkdown(r, false)
+	if err != nil {
+		return err
+	}
+	n.Markdown = md
+	t, err := s.lessons.CreateTheme(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newThemeResponse(&lesson.ThemeView{Theme: t}))
+	return nil
+}
+
+func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	var u lesson.ThemeUpdate
+	if v := q.optInt("module_id", 1, 1<<62); v != nil {
+		mid := int64(*v)
+		u.ModuleID = &mid
+	}
+	u.Title = q.optStr("title")
+	u.Slug = q.optStr("slug")
+	u.OrderIndex = q.optInt("order_index", 0, lesson.MaxOrderIndex)
+	u.EstimatedMinutes = q.optInt("estimated_minutes", 1, lesson.MaxMinutes)
+	if err := q.err(); err != nil {
+		return err
+	}
+	if _, err := s.lessons.UpdateTheme(r.Context(), id, u); err != nil {
+		return err
+	}
+	v, err := s.lessons.Theme(r.Context(), currentUser(r).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newThemeResponse(v))
+	return nil
+}
+
+func (s *Server) handleAdminSetThemeContent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	md, err := readMarkdown(r, true)
+	if err != nil {
+		return err
+	}
+	c, err := s.lessons.SetContent(r.Context(), id, md)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newContentResponse(c))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteTheme(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "theme_id")
+	if err != nil {
+		return err
+	}
+	if err := s.lessons.DeleteTheme(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Theme deleted", "id": id})
+	return nil
+}
+
+// readMarkdown reads lesson text from the body: raw Markdown (text/markdown or
+// text/plain), or JSON {"markdown": "..."} when the content type is JSON.
+func readMarkdown(r *http.Request, required bool) (string, error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "application/json" {
+		var body struct {
+			Markdown *string `json:"markdown"`
+		}
+		if err := decodeJSON(r, &body); err != nil {
+			return "", err
+		}
+		if body.Markdown == nil {
+			return "", errs.Field([]any{"body", "markdown"}, "Field required", "missing")
+		}
+		return *body.Markdown, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if isTooLarge(err) {
+		return "", errBodyTooLarge
+	}
+	if err != nil {
+		return "", errs.Field([]any{"body"}, "Could not read the request body", "body_read")
+	}
+	if !utf8.Valid(b) {
+		return "", errs.Field([]any{"body"}, "Lesson content must be UTF-8 text", "unicode_error")
+	}
+	if required && len(strings.TrimSpace(string(b))) == 0 {
+		return "", errs.Field([]any{"body"}, "Field required: send the lesson as Markdown", "missing")
+	}
+	return string(b), nil
+}

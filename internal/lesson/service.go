@@ -1,0 +1,364 @@
+package lesson
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+// Service is the lesson domain: reading the curriculum with a learner's
+// progress, completing themes, and the admin authoring rules.
+type Service struct {
+	store  Store
+	render *Renderer
+	now    func() time.Time
+}
+
+// NewService returns a Service over store; now is the clock (nil for time.Now).
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, render: NewRenderer(), now: now}
+}
+
+func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Modules returns the curriculum in order and the user's completions.
+func (s *Service) Modules(ctx context.Context, userID int64) ([]*Module, map[int64]time.Time, error) {
+	modules, err := s.store.FindModules(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	done, err := s.store.FindCompletions(ctx, userID)
+	return modules, done, err
+}
+
+// ThemeView is a theme with its place in the curriculum and the caller's progress.
+type ThemeView struct {
+	*Theme
+	CompletedAt     *time.Time
+	PreviousThemeID *int64 // the theme before, across module boundaries
+	NextThemeID     *int64 // the theme after, across module boundaries
+}
+
+// Theme returns a theme with its neighbours in curriculum order.
+func (s *Service) Theme(ctx context.Context, userID, id int64) (*ThemeView, error) {
+	modules, done, err := s.Modules(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	var order []*Theme
+	for _, m := range modules {
+		order = append(order, m.Themes...)
+	}
+	for i, t := range order {
+		if t.ID != id {
+			continue
+		}
+		v := &ThemeView{Theme: t}
+		if at, ok := done[id]; ok {
+			v.CompletedAt = &at
+		}
+		if i > 0 {
+			v.PreviousThemeID = &order[i-1].ID
+		}
+		if i+1 < len(order) {
+			v.NextThemeID = &order[i+1].ID
+		}
+		return v, nil
+	}
+	return nil, ErrThemeNotFound
+}
+
+// Content returns a theme's Markdown and sanitised HTML.
+func (s *Service) Content(ctx context.Context, id int64) (*Content, error) {
+	return s.store.FindThemeContent(ctx, id)
+}
+
+// Complete records that userID completed theme id; it is idempotent and
+// returns the time of the first completion.
+func (s *Service) Complete(ctx context.Context, userID, id int64) (time.Time, error) {
+	return s.store.CompleteTheme(ctx, userID, id, s.stamp())
+}
+
+// Stats counts the curriculum and completions.
+func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.store.CountLessons(ctx) }
+
+// NewModule is the input to create a module.
+type NewModule struct {
+	Slug        string // made from the title when empty
+	Title       string
+	Description string
+	OrderIndex  int
+}
+
+// CreateModule validates and stores a new module.
+func (s *Service) CreateModule(ctx context.Context, n NewModule) (*Module, error) {
+	if n.Slug == "" {
+		n.Slug = Slugify(n.Title)
+	}
+	var f errs.Fields
+	checkText(&f, []any{"query", "name"}, "Name", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"query", "slug"}, n.Slug)
+	checkDescription(&f, n.Description)
+	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	now := s.stamp()
+	m := &Module{Slug: n.Slug, Title: strings.TrimSpace(n.Title), Description: n.Description, OrderIndex: n.OrderIndex,
+		Themes: []*Theme{}, CreatedAt: now, UpdatedAt: now}
+	return m, s.store.CreateModule(ctx, m)
+}
+
+func checkDescription(f *errs.Fields, d string) {
+	if len([]rune(d)) > MaxDescriptionLen {
+		f.Add([]any{"query", "description"}, "Description must be at most 2000 characters", "string_too_long")
+	}
+}
+
+// UpdateModule validates and applies the fields given.
+func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*Module, error) {
+	var f errs.Fields
+	if u.Title != nil {
+		checkText(&f, []any{"query", "name"}, "Name", *u.Title, MaxTitleLen)
+		t := strings.TrimSpace(*u.Title)
+		u.Title = &t
+	}
+	if u.Slug != nil {
+		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+	}
+	if u.Description != nil {
+		checkDescription(&f, *u.Description)
+	}
+	if u.OrderIndex != nil {
+		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := s.store.UpdateModule(ctx, id, u, s.stamp()); err != nil {
+		return nil, err
+	}
+	return s.store.FindModuleByID(ctx, id)
+}
+
+// DeleteModule removes a module; one with themes needs cascade.
+func (s *Service) DeleteModule(ctx context.Context, id int64, cascade bool) error {
+	return s.store.DeleteModule(ctx, id, cascade)
+}
+
+// ReorderModules puts every module in the order of ids, which must name each
+// module exactly once.
+func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
+	modules, err := s.store.FindModules(ctx)
+	if err != nil {
+		return err
+	}
+	current := make([]int64, len(modules))
+	for i, m := range modules {
+		current[i] = m.ID
+	}
+	if err := checkPermutation("module_ids", ids, current); err != nil {
+		return err
+	}
+	return s.store.ReorderModules(ctx, ids, s.stamp())
+}
+
+// ReorderThemes puts every theme of a module in the order of ids, which must
+// name each of its themes exactly once.
+func (s *Service) ReorderThemes(ctx context.Context, moduleID int64, ids []int64) error {
+	m, err := s.store.FindModuleByID(ctx, moduleID)
+	if err != nil {
+		return err
+	}
+	current := make([]int64, len(m.Themes))
+	for i, t := range m.Themes {
+		current[i] = t.ID
+	}
+	if err := checkPermutation("theme_ids", ids, current); err != nil {
+		return err
+	}
+	return s.store.ReorderThemes(ctx, moduleID, ids, s.stamp())
+}
+
+// checkPermutation requires ids to hold each of current exactly once.
+func checkPermutation(param string, ids, current []int64) error {
+	want := make(map[int64]bool, len(current))
+	for _, id := range current {
+		want[id] = true
+	}
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if !want[id] || seen[id] {
+			break
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(want) || len(ids) != len(current) {
+		return errs.Field([]any{"query", param}, fmt.Sprintf("%s must list each of the %d current ids exactly once, comma-separated", param, len(current)), "value_error")
+	}
+	return nil
+}
+
+// Module returns one module with its themes.
+func (s *Service) Module(ctx context.Context, id int64) (*Module, error) {
+	return s.store.FindModuleByID(ctx, id)
+}
+
+// NewTheme is the input to create a theme.
+type NewTheme struct {
+	ModuleID         int64
+	Slug             string // made from the title when empty
+	Title            string
+	OrderIndex       int
+	EstimatedMinutes int
+	Markdown         string
+}
+
+// CreateTheme validates, renders and stores a new theme.
+func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
+	if n.Slug == "" {
+		n.Slug = Slugify(n.Title)
+	}
+	var f errs.Fields
+	checkText(&f, []any{"query", "title"}, "Title", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"query", "slug"}, n.Slug)
+	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
+	checkMarkdown(&f, n.Markdown)
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	html, err := s.render.Render(n.Markdown)
+	if err != nil {
+		return nil, err
+	}
+	now := s.stamp()
+	t := &Theme{ModuleID: n.ModuleID, Slug: n.Slug, Title: strings.TrimSpace(n.Title), OrderIndex: n.OrderIndex,
+		EstimatedMinutes: n.EstimatedMinutes, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateTheme(ctx, t, &Content{Markdown: n.Markdown, HTML: html, UpdatedAt: now}); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return nil, errs.Field([]any{"query", "module_id"}, "No module with this id", "value_error")
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func checkMarkdown(f *errs.Fields, md string) {
+	if len(md) > MaxMarkdownBytes {
+		f.Add([]any{"body"}, "Lesson content must be at most 256 KiB", "string_too_long")
+	}
+}
+
+// UpdateTheme validates and applies the fields given.
+func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Theme, error) {
+	var f errs.Fields
+	if u.Title != nil {
+		checkText(&f, []any{"query", "title"}, "Title", *u.Title, MaxTitleLen)
+		t := strings.TrimSpace(*u.Title)
+		u.Title = &t
+	}
+	if u.Slug != nil {
+		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+	}
+	if u.OrderIndex != nil {
+		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+	}
+	if u.EstimatedMinutes != nil {
+		checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", *u.EstimatedMinutes, 1, MaxMinutes)
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return s.store.UpdateTheme(ctx, id, u, s.stamp())
+}
+
+// SetContent replaces a theme's lesson text and re-renders it.
+func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*Content, error) {
+	var f errs.Fields
+	checkMarkdown(&f, markdown)
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	html, err := s.render.Render(markdown)
+	if err != nil {
+		return nil, err
+	}
+	c := &Content{ThemeID: id, Markdown: markdown, HTML: html, UpdatedAt: s.stamp()}
+	return c, s.store.SetThemeContent(ctx, c)
+}
+
+// DeleteTheme removes a theme and its completions.
+func (s *Service) DeleteTheme(ctx context.Context, id int64) error {
+	return s.store.DeleteTheme(ctx, id)
+}
+
+// Import reads a curriculum from fsys, renders it and upserts it by slug.
+// progress, when not nil, hears about each step.
+func (s *Service) Import(ctx context.Context, fsys fs.FS, progress func(format string, args ...any)) (ImportReport, error) {
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	c, err := ReadCurriculum(fsys)
+	if err != nil {
+		return ImportReport{}, err
+	}
+	total := 0
+	for _, m := range c.Modules {
+		total += len(m.Themes)
+	}
+	progress("read %d modules, %d themes", len(c.Modules), total)
+	n := 0
+	for _, m := range c.Modules {
+		for _, t := range m.Themes {
+			if t.HTML, err = s.render.Render(t.Markdown); err != nil {
+				return ImportReport{}, err
+			}
+			n++
+		}
+		progress("rendered %d/%d themes (%s)", n, total, m.Slug)
+	}
+	r, err := s.store.ImportCurriculum(ctx, c, s.stamp())
+	if err != nil {
+		return r, err
+	}
+	progress("imported: %s", r)
+	return r, nil
+}
+
+// ImportIfEmpty imports the curriculum when the database has no module yet,
+// so a fresh install starts with lessons. It reports whether it imported.
+func (s *Service) ImportIfEmpty(ctx context.Context, fsys fs.FS) (bool, ImportReport, error) {
+	st, err := s.store.CountLessons(ctx)
+	if err != nil || st.Modules > 0 {
+		return false, ImportReport{}, err
+	}
+	r, err := s.Import(ctx, fsys, nil)
+	return err == nil, r, err
+}
+
+// Export writes the curriculum from the database to dir as files.
+func (s *Service) Export(ctx context.Context, dir string) (int, error) {
+	modules, err := s.store.FindModules(ctx)
+	if err != nil {
+		return 0, err
+	}
+	themes := 0
+	for _, m := range modules {
+		themes += len(m.Themes)
+	}
+	return themes, WriteCurriculum(dir, modules, func(id int64) (string, error) {
+		c, err := s.store.FindThemeContent(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return c.Markdown, nil
+	})
+}

@@ -25,9 +25,9 @@ var Version = "0.2.0"
 
 // App is a configured tuxlab: its store, domain services and HTTP server.
 type App struct {
-	Config config.Config
-	Log    *slog.Logger
-	DB     *store.DB
+	Config  config.Config
+	Log     *slog.Logger
+	DB      *store.DB
 	Auth    *auth.Service
 	Lessons *lesson.Service
 	Server  *httpapi.Server

@@ -17,7 +17,10 @@ import (
 	"tuxlab/internal/config"
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/store"
+	"tuxlab/internal/terminal"
 )
 
 // Version is tuxlab's release, set at build time with -ldflags "-X tuxlab/internal/app.Version=...".
@@ -25,12 +28,14 @@ var Version = "0.2.0"
 
 // App is a configured tuxlab: its store, domain services and HTTP server.
 type App struct {
-	Config  config.Config
-	Log     *slog.Logger
-	DB      *store.DB
-	Auth    *auth.Service
-	Lessons *lesson.Service
-	Server  *httpapi.Server
+	Config    config.Config
+	Log       *slog.Logger
+	DB        *store.DB
+	Auth      *auth.Service
+	Lessons   *lesson.Service
+	Sandboxes *sandbox.Service
+	Terminals *terminal.Bridge
+	Server    *httpapi.Server
 }
 
 // Open connects to the database and applies pending migrations.
@@ -76,11 +81,52 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 			log.Info("loaded the bundled curriculum into an empty database", "report", report.String())
 		}
 	}
+	if err := a.openSandboxes(ctx); err != nil {
+		return nil, err
+	}
 	a.Server = httpapi.New(httpapi.Deps{
-		Auth: a.Auth, Lessons: a.Lessons, DB: db, Log: log, Version: Version,
+		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
 	return a, nil
+}
+
+// openSandboxes sets up the sandbox service on the configured engine. A missing
+// engine is not fatal: sandbox routes answer 503 until it appears.
+func (a *App) openSandboxes(ctx context.Context) error {
+	cfg := a.Config
+	var rt sandbox.Runtime
+	if cfg.SandboxEngine == "docker" {
+		d, err := docker.New(cfg.DockerHost)
+		if err != nil {
+			return fmt.Errorf("%w (check DOCKER_HOST)", err)
+		}
+		rt = d
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := d.Ping(pctx); err != nil {
+			a.Log.Warn("no container engine answers: sandbox routes answer 503 until one does (install docker.io and start it, or set DOCKER_HOST)", "error", err.Error())
+		}
+	}
+	var err error
+	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
+		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
+		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
+		return fmt.Errorf("seed sandbox templates: %w", err)
+	}
+	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, Log: a.Log})
+	return nil
+}
+
+// Background runs the periodic work (sandbox lifecycle and reconciliation)
+// until ctx ends.
+func (a *App) Background(ctx context.Context) {
+	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
 }
 
 // Close releases the App's resources.
@@ -101,6 +147,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
+	go a.Background(bgCtx)
 	a.Log.Info("serving", "addr", ln.Addr().String(), "version", Version)
 	select {
 	case err := <-errc:

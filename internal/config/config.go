@@ -42,6 +42,16 @@ type Config struct {
 	LoginPerUserPerMin int   // TUXLAB_AUTH_RATE_USER: login attempts per username
 	BcryptWorkers      int   // TUXLAB_BCRYPT_WORKERS: password hashes computed at once (0: one less than the CPUs)
 
+	// Sandboxes.
+	SandboxEngine            string        // TUXLAB_SANDBOX_ENGINE: docker (default) or none
+	SandboxMaxPerUser        int           // TUXLAB_SANDBOX_MAX_PER_USER
+	SandboxMaxRunningPerUser int           // TUXLAB_SANDBOX_MAX_RUNNING_PER_USER
+	SandboxMaxRunning        int           // TUXLAB_SANDBOX_MAX_RUNNING: host-wide cap
+	SandboxIdleTimeout       time.Duration // TUXLAB_SANDBOX_IDLE_TIMEOUT
+	SandboxMaxLifetime       time.Duration // TUXLAB_SANDBOX_MAX_LIFETIME
+	SandboxReconcileInterval time.Duration // TUXLAB_SANDBOX_RECONCILE_INTERVAL
+	TerminalIdleTimeout      time.Duration // TUXLAB_TERMINAL_IDLE_TIMEOUT
+
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
 	BundledCurriculum bool
@@ -90,6 +100,17 @@ func Load(getenv func(string) string) (Config, error) {
 	c.LoginPerUserPerMin = env.int("TUXLAB_AUTH_RATE_USER", c.LoginPerUserPerMin, 1, 100000)
 	c.BcryptWorkers = env.int("TUXLAB_BCRYPT_WORKERS", 0, 0, 256)
 	c.BundledCurriculum = env.bool("TUXLAB_BUNDLED_CURRICULUM", true)
+	c.SandboxEngine = stringOr(getenv("TUXLAB_SANDBOX_ENGINE"), "docker")
+	if c.SandboxEngine != "docker" && c.SandboxEngine != "none" {
+		env.fail(fmt.Errorf("TUXLAB_SANDBOX_ENGINE must be docker or none, not %q", c.SandboxEngine))
+	}
+	c.SandboxMaxPerUser = env.int("TUXLAB_SANDBOX_MAX_PER_USER", 3, 1, 1000)
+	c.SandboxMaxRunningPerUser = env.int("TUXLAB_SANDBOX_MAX_RUNNING_PER_USER", 2, 1, 1000)
+	c.SandboxMaxRunning = env.int("TUXLAB_SANDBOX_MAX_RUNNING", 20, 1, 100000)
+	c.SandboxIdleTimeout = env.duration("TUXLAB_SANDBOX_IDLE_TIMEOUT", 30*time.Minute)
+	c.SandboxMaxLifetime = env.duration("TUXLAB_SANDBOX_MAX_LIFETIME", 24*time.Hour)
+	c.SandboxReconcileInterval = env.duration("TUXLAB_SANDBOX_RECONCILE_INTERVAL", time.Minute)
+	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))
@@ -213,6 +234,20 @@ type envParser struct {
 }
 
 func (p *envParser) fail(err error) { p.errs = append(p.errs, err) }
+
+// duration reads a positive Go duration such as 30m or 24h, or def when unset.
+func (p *envParser) duration(name string, def time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		p.fail(fmt.Errorf("%s must be a positive duration such as 30m or 24h, not %q", name, v))
+		return def
+	}
+	return d
+}
 
 // bool reads true/false (also 1/0, yes/no, on/off), or def when the variable is unset.
 func (p *envParser) bool(name string, def bool) bool {

@@ -203,6 +203,15 @@ func (q *query) ids(name string) []int64 {
 	return out
 }
 
+// optBool returns a boolean parameter, or nil when absent.
+func (q *query) optBool(name string) *bool {
+	if _, ok := q.str(name); !ok {
+		return nil
+	}
+	v := q.boolean(name)
+	return &v
+}
+
 // boolean returns a required boolean parameter.
 func (q *query) boolean(name string) bool {
 	v, ok := q.str(name)

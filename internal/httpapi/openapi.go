@@ -40,6 +40,7 @@ type param struct {
 }
 
 var (
+	nullableTS = map[string]any{"oneOf": []any{tsSchema, map[string]any{"type": "null"}}}
 	strSchema  = map[string]any{"type": "string"}
 	intSchema  = map[string]any{"type": "integer"}
 	boolSchema = map[string]any{"type": "boolean"}
@@ -116,7 +117,38 @@ var schemas = map[string]any{
 	"Completion": obj([]string{"theme_id", "completed", "completed_at"}, map[string]any{
 		"theme_id": intSchema, "completed": map[string]any{"const": true}, "completed_at": tsSchema,
 	}),
-	"Deleted": obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
+	"Template": obj([]string{"id", "name", "description", "image", "limits", "network", "runtime", "user", "shell", "cap_add", "no_new_privileges"}, map[string]any{
+		"id": intSchema, "name": strSchema, "description": strSchema,
+		"image": map[string]any{"type": "string", "description": "Image reference; tuxlab's own images are built locally by scripts/build-images.sh."},
+		"limits": obj([]string{"memory_mb", "cpus", "cpu_millis", "pids_limit", "disk_mb"}, map[string]any{
+			"memory_mb": intSchema, "cpus": map[string]any{"type": "number"}, "cpu_millis": intSchema, "pids_limit": intSchema,
+			"disk_mb": map[string]any{"type": "integer", "description": "0: no disk quota."},
+		}),
+		"network":           map[string]any{"type": "boolean", "description": "false: no network; true: an internal network between sandboxes with no route out."},
+		"runtime":           map[string]any{"type": "string", "description": "Empty for the engine's default (runc), or runsc (gVisor)."},
+		"user":              strSchema,
+		"shell":             arrayOf(strSchema),
+		"cap_add":           map[string]any{"type": "array", "items": strSchema, "description": "Capabilities kept; all others are dropped."},
+		"no_new_privileges": boolSchema,
+	}),
+	"TemplateList": arrayOf(ref("Template")),
+	"CreateContainerRequest": obj([]string{"template_id"}, map[string]any{
+		"template_id": intSchema, "name": map[string]any{"type": "string", "maxLength": 64, "description": "Defaults to the template's name."},
+	}),
+	"Container": obj([]string{"id", "name", "template_id", "user_id", "status", "status_detail", "created_at", "started_at", "stopped_at", "expires_at", "last_activity_at", "idle_stop_at", "terminal_url"}, map[string]any{
+		"id": intSchema, "name": strSchema, "template_id": intSchema, "user_id": intSchema,
+		"status":           map[string]any{"type": "string", "enum": []string{"creating", "running", "stopped", "error"}},
+		"status_detail":    map[string]any{"type": "string", "description": "Why a sandbox stopped or broke, in words for the learner."},
+		"created_at":       tsSchema,
+		"started_at":       nullableTS,
+		"stopped_at":       nullableTS,
+		"expires_at":       map[string]any{"type": "string", "description": "The maximum lifetime: the sandbox is removed then.", "pattern": tsSchema["pattern"]},
+		"last_activity_at": tsSchema,
+		"idle_stop_at":     map[string]any{"oneOf": []any{tsSchema, map[string]any{"type": "null"}}, "description": "When a running sandbox stops if nothing happens; activity moves it."},
+		"terminal_url":     map[string]any{"type": "string", "description": "Path of the terminal WebSocket; add ?token=."},
+	}),
+	"ContainerList": arrayOf(ref("Container")),
+	"Deleted":       obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
 	"AdminStats": obj([]string{"users", "lessons"}, map[string]any{
 		"lessons": obj([]string{"modules", "themes", "completions"}, map[string]any{"modules": intSchema, "themes": intSchema, "completions": intSchema}),
 		"users": obj([]string{"total", "active", "inactive", "by_role"}, map[string]any{
@@ -181,6 +213,27 @@ var (
 			{name: "order_index", schema: intSchema}, {name: "estimated_minutes", schema: intSchema}}}
 	docAdminSetThemeContent = op{tag: "admin lessons", summary: "Replace a theme's lesson (the body is the Markdown)", status: 200, result: "ThemeContent", errors: []int{404}, text: requiredText}
 	docAdminDeleteTheme     = op{tag: "admin lessons", summary: "Delete a theme and the completions of it", status: 200, result: "Deleted", errors: []int{404}}
+
+	docTemplates       = op{tag: "sandboxes", summary: "Sandbox templates (public): image, limits and hardening", status: 200, result: "TemplateList"}
+	docCreateContainer = op{tag: "sandboxes", summary: "Create and start a sandbox from a template", body: "CreateContainerRequest", status: 201, result: "Container", errors: []int{409, 503},
+		desc: "409 when the caller's quota of sandboxes or of running sandboxes is reached; 503 `Sandbox runtime unavailable` without an engine, or when the platform is at capacity (with Retry-After)."}
+	docListContainers  = op{tag: "sandboxes", summary: "The caller's sandboxes, with their state checked against the engine", status: 200, result: "ContainerList", errors: []int{503}}
+	docGetContainer    = op{tag: "sandboxes", summary: "One of the caller's sandboxes (another user's is 404)", status: 200, result: "Container", errors: []int{404, 503}}
+	docStartContainer  = op{tag: "sandboxes", summary: "Start a stopped sandbox (a running one stays running)", status: 200, result: "Container", errors: []int{404, 409, 503}}
+	docStopContainer   = op{tag: "sandboxes", summary: "Stop a running sandbox (its files are kept)", status: 200, result: "Container", errors: []int{404, 503}}
+	docDeleteContainer = op{tag: "sandboxes", summary: "Delete a sandbox and its container", status: 200, result: "Deleted", errors: []int{404, 503}}
+	docTerminal        = op{tag: "sandboxes", summary: "Terminal WebSocket: a shell with a TTY in the caller's running sandbox", status: 101, errors: []int{401, 403, 404, 409, 503},
+		params: []param{
+			{name: "token", schema: strSchema, required: true, desc: "The access token (browsers cannot set headers on WebSockets)."},
+			{name: "cols", schema: intSchema, desc: "Initial width, default 80."},
+			{name: "rows", schema: intSchema, desc: "Initial height, default 24."},
+		},
+		desc: "Binary frames carry raw terminal bytes both ways. Text frames carry JSON control messages: from the client {\"type\":\"resize\",\"cols\":N,\"rows\":N}; from the server {\"type\":\"exit\",\"code\":N}, {\"type\":\"error\",\"detail\":\"...\"} and {\"type\":\"expiring\",\"reason\":\"idle\"|\"lifetime\",\"seconds\":N}. Failures before the upgrade are plain HTTP errors. See docs/terminal.md."}
+
+	docAdminListContainers = op{tag: "admin", summary: "Every user's sandboxes, paginated", status: 200, result: "ContainerList", paged: true, params: pageParams}
+	docAdminCreateTemplate = op{tag: "admin", summary: "Create a sandbox template (inputs in the query string)", status: 201, result: "Template", errors: []int{409}, params: templateParams(true)}
+	docAdminUpdateTemplate = op{tag: "admin", summary: "Update a sandbox template (only the parameters given change)", status: 200, result: "Template", errors: []int{404, 409}, params: templateParams(false)}
+	docAdminDeleteTemplate = op{tag: "admin", summary: "Delete a sandbox template no sandbox uses", status: 200, result: "Deleted", errors: []int{404, 409}}
 
 	docAdminStats = op{tag: "admin", summary: "System statistics", status: 200, result: "AdminStats"}
 )
@@ -259,7 +312,7 @@ func (s *Server) openAPIDocument() []byte {
 			schema := "Error"
 			switch {
 			case code == rt.doc.status:
-				schema = rt.doc.result
+				schema = rt.doc.result // "" for no body, as for 101
 				if rt.doc.paged {
 					resp["headers"] = map[string]any{
 						"X-Total-Count": map[string]any{"schema": intSchema, "description": "Items in all pages."},
@@ -327,3 +380,21 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // OpenAPI returns the document, for tests and tools.
 func (s *Server) OpenAPI() []byte { return s.openapi }
+
+func templateParams(create bool) []param {
+	return []param{
+		{name: "name", schema: strSchema, required: create},
+		{name: "image", schema: strSchema, required: create},
+		{name: "description", schema: strSchema},
+		{name: "memory_mb", schema: intSchema, desc: "16 to 65536."},
+		{name: "cpu_millis", schema: intSchema, desc: "Thousandths of a CPU, 50 to 64000."},
+		{name: "pids_limit", schema: intSchema, desc: "16 to 32768."},
+		{name: "disk_mb", schema: intSchema, desc: "0 for none; needs a storage driver with quotas."},
+		{name: "network", schema: boolSchema},
+		{name: "runtime", schema: map[string]any{"type": "string", "enum": []string{"", "runc", "runsc"}}},
+		{name: "user", schema: strSchema},
+		{name: "shell", schema: strSchema, desc: "The terminal's command, space-separated, e.g. /bin/bash -l."},
+		{name: "cap_add", schema: strSchema, desc: "Comma-separated capabilities to keep, from an allow-list."},
+		{name: "no_new_privileges", schema: boolSchema},
+	}
+}

@@ -44,6 +44,22 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/lessons/themes/{theme_id}/content", user, s.handleThemeContent, docThemeContent},
 		{"POST", "/api/lessons/themes/{theme_id}/complete", user, s.handleThemeComplete, docThemeComplete},
 
+		// Sandboxes and the terminal
+		{"GET", "/api/sandbox-templates", public, s.handleTemplates, docTemplates},
+		{"POST", "/api/containers/create", user, s.handleCreateContainer, docCreateContainer},
+		{"GET", "/api/containers/sandbox", user, s.handleListContainers, docListContainers},
+		{"GET", "/api/containers/{id}", user, s.containerAction(s.handleGetContainer), docGetContainer},
+		{"POST", "/api/containers/{id}/start", user, s.containerAction(s.handleStartContainer), docStartContainer},
+		{"POST", "/api/containers/{id}/stop", user, s.containerAction(s.handleStopContainer), docStopContainer},
+		{"DELETE", "/api/containers/{id}", user, s.handleDeleteContainer, docDeleteContainer},
+		{"GET", "/ws/terminal/{container_id}", public, s.handleTerminal, docTerminal},
+
+		// Admin: sandboxes
+		{"GET", "/api/admin/containers", admin, s.handleAdminListContainers, docAdminListContainers},
+		{"POST", "/api/admin/sandbox-templates", admin, s.handleAdminCreateTemplate, docAdminCreateTemplate},
+		{"PUT", "/api/admin/sandbox-templates/{id}", admin, s.handleAdminUpdateTemplate, docAdminUpdateTemplate},
+		{"DELETE", "/api/admin/sandbox-templates/{id}", admin, s.handleAdminDeleteTemplate, docAdminDeleteTemplate},
+
 		// Admin: lesson authoring
 		{"POST", "/api/admin/lessons/modules", admin, s.handleAdminCreateModule, docAdminCreateModule},
 		{"PUT", "/api/admin/lessons/modules/{module_id}", admin, s.handleAdminUpdateModule, docAdminUpdateModule},

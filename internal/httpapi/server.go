@@ -15,6 +15,8 @@ import (
 
 	"tuxlab/internal/auth"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/terminal"
 )
 
 // Pinger reports whether the database answers.
@@ -24,11 +26,13 @@ type Pinger interface {
 
 // Deps are what the server needs from the rest of tuxlab.
 type Deps struct {
-	Auth    *auth.Service
-	Lessons *lesson.Service
-	DB      Pinger
-	Log     *slog.Logger
-	Version string
+	Auth      *auth.Service
+	Lessons   *lesson.Service
+	Sandboxes *sandbox.Service
+	Terminals *terminal.Bridge
+	DB        Pinger
+	Log       *slog.Logger
+	Version   string
 
 	CORSOrigins  []string
 	MaxBodyBytes int64
@@ -40,6 +44,8 @@ type Deps struct {
 type Server struct {
 	auth           *auth.Service
 	lessons        *lesson.Service
+	sandboxes      *sandbox.Service
+	terminals      *terminal.Bridge
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -57,7 +63,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}

@@ -1,0 +1,44 @@
+package apitest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"tuxlab/internal/sandbox/docker"
+)
+
+// TestImage is the sandbox image the engine tests run (scripts/build-images.sh busybox).
+const TestImage = "tuxlab/sandbox-busybox:latest"
+
+// EngineRequired reports whether a missing container engine must fail the
+// tests rather than skip them: in CI, or when TUXLAB_TEST_DOCKER is set.
+func EngineRequired() bool { return os.Getenv("CI") != "" || os.Getenv("TUXLAB_TEST_DOCKER") != "" }
+
+// RequireEngine returns a runtime on the local engine with the test image, or
+// stops the test: it fails when EngineRequired, and skips otherwise.
+func RequireEngine(t testing.TB) *docker.Runtime {
+	t.Helper()
+	stop := t.Skipf
+	if EngineRequired() {
+		stop = t.Fatalf
+	}
+	rt, err := docker.New(os.Getenv("DOCKER_HOST"))
+	if err != nil {
+		stop("container engine: %v", err)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rt.Ping(ctx); err != nil {
+		stop("no container engine answers (install docker.io and start dockerd; CI=true or TUXLAB_TEST_DOCKER=1 makes this fatal): %v", err)
+		return nil
+	}
+	if ok, err := rt.ImageExists(ctx, TestImage); err != nil || !ok {
+		stop("image %s is missing: run scripts/build-images.sh busybox (%v)", TestImage, err)
+		return nil
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}

@@ -1,0 +1,309 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/errs"
+	"tuxlab/internal/sandbox"
+)
+
+type limitsResponse struct {
+	MemoryMB  int     `json:"memory_mb"`
+	CPUs      float64 `json:"cpus"`
+	CPUMillis int     `json:"cpu_millis"`
+	PidsLimit int     `json:"pids_limit"`
+	DiskMB    int     `json:"disk_mb"`
+}
+
+type templateResponse struct {
+	ID              int64          `json:"id"`
+	Name            string         `json:"name"`
+	Description     string         `json:"description"`
+	Image           string         `json:"image"`
+	Limits          limitsResponse `json:"limits"`
+	Network         bool           `json:"network"`
+	Runtime         string         `json:"runtime"`
+	User            string         `json:"user"`
+	Shell           []string       `json:"shell"`
+	CapAdd          []string       `json:"cap_add"`
+	NoNewPrivileges bool           `json:"no_new_privileges"`
+}
+
+func newTemplateResponse(t *sandbox.Template) templateResponse {
+	return templateResponse{ID: t.ID, Name: t.Name, Description: t.Description, Image: t.Image,
+		Limits:  limitsResponse{MemoryMB: t.MemoryMB, CPUs: float64(t.CPUMillis) / 1000, CPUMillis: t.CPUMillis, PidsLimit: t.PidsLimit, DiskMB: t.DiskMB},
+		Network: t.Network, Runtime: t.Runtime, User: t.User, Shell: t.Shell, CapAdd: t.CapAdd, NoNewPrivileges: t.NoNewPrivileges}
+}
+
+type containerResponse struct {
+	ID             int64      `json:"id"`
+	Name           string     `json:"name"`
+	TemplateID     int64      `json:"template_id"`
+	UserID         int64      `json:"user_id"`
+	Status         string     `json:"status"`
+	StatusDetail   string     `json:"status_detail"`
+	CreatedAt      timestamp  `json:"created_at"`
+	StartedAt      *timestamp `json:"started_at"`
+	StoppedAt      *timestamp `json:"stopped_at"`
+	ExpiresAt      timestamp  `json:"expires_at"`
+	LastActivityAt timestamp  `json:"last_activity_at"`
+	IdleStopAt     *timestamp `json:"idle_stop_at"`
+	TerminalURL    string     `json:"terminal_url"`
+}
+
+func (s *Server) newContainerResponse(c *sandbox.Container) containerResponse {
+	r := containerResponse{ID: c.ID, Name: c.Name, TemplateID: c.TemplateID, UserID: c.UserID, Status: string(c.Status),
+		StatusDetail: c.StatusDetail, CreatedAt: timestamp(c.CreatedAt), StartedAt: optTime(c.StartedAt), StoppedAt: optTime(c.StoppedAt),
+		ExpiresAt: timestamp(c.ExpiresAt), LastActivityAt: timestamp(c.LastActivityAt),
+		TerminalURL: "/ws/terminal/" + strconv.FormatInt(c.ID, 10)}
+	if c.Status == sandbox.StatusRunning {
+		idle := c.LastActivityAt.Add(s.sandboxes.Options().IdleTimeout)
+		r.IdleStopAt = optTime(&idle)
+	}
+	return r
+}
+
+func optTime(t *time.Time) *timestamp {
+	if t == nil {
+		return nil
+	}
+	ts := timestamp(*t)
+	return &ts
+}
+
+func actor(r *http.Request) sandbox.Actor {
+	u := currentUser(r)
+	return sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
+}
+
+func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.sandboxes.Templates(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]templateResponse, len(ts))
+	for i, t := range ts {
+		out[i] = newTemplateResponse(t)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// templateInput reads the admin's template parameters from the query.
+func templateInput(q *query) sandbox.TemplateInput {
+	in := sandbox.TemplateInput{
+		Name: q.optStr("name"), Description: q.optStr("description"), Image: q.optStr("image"),
+		Runtime: q.optStr("runtime"), User: q.optStr("user"),
+		MemoryMB: q.optInt("memory_mb", 0, 1<<20), CPUMillis: q.optInt("cpu_millis", 0, 1<<20),
+		PidsLimit: q.optInt("pids_limit", 0, 1<<20), DiskMB: q.optInt("disk_mb", 0, 1<<30),
+		Network: q.optBool("network"), NoNewPrivileges: q.optBool("no_new_privileges"),
+	}
+	if v := q.optStr("shell"); v != nil {
+		shell := strings.Fields(*v)
+		in.Shell = &shell
+	}
+	if v := q.optStr("cap_add"); v != nil {
+		caps := []string{}
+		for _, c := range strings.Split(*v, ",") {
+			if c = strings.ToUpper(strings.TrimPrefix(strings.TrimSpace(c), "CAP_")); c != "" {
+				caps = append(caps, c)
+			}
+		}
+		in.CapAdd = &caps
+	}
+	return in
+}
+
+func (s *Server) handleAdminCreateTemplate(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	in := templateInput(q)
+	if err := q.err(); err != nil {
+		return err
+	}
+	t, err := s.sandboxes.CreateTemplate(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newTemplateResponse(t))
+	return nil
+}
+
+func (s *Server) handleAdminUpdateTemplate(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	in := templateInput(q)
+	if err := q.err(); err != nil {
+		return err
+	}
+	t, err := s.sandboxes.UpdateTemplate(r.Context(), id, in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newTemplateResponse(t))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteTemplate(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.sandboxes.DeleteTemplate(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Template deleted", "id": id})
+	return nil
+}
+
+type createContainerRequest struct {
+	TemplateID *int64  `json:"template_id"`
+	Name       *string `json:"name"`
+}
+
+func (s *Server) handleCreateContainer(w http.ResponseWriter, r *http.Request) error {
+	var req createContainerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var f errs.Fields
+	requireField(&f, "template_id", req.TemplateID)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	n := sandbox.NewContainer{TemplateID: *req.TemplateID}
+	if req.Name != nil {
+		n.Name = *req.Name
+	}
+	c, err := s.sandboxes.Create(r.Context(), actor(r), n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, s.newContainerResponse(c))
+	return nil
+}
+
+func (s *Server) writeContainers(w http.ResponseWriter, cs []*sandbox.Container) {
+	out := make([]containerResponse, len(cs))
+	for i, c := range cs {
+		out[i] = s.newContainerResponse(c)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleListContainers(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.sandboxes.List(r.Context(), actor(r))
+	if err != nil {
+		return err
+	}
+	s.writeContainers(w, cs)
+	return nil
+}
+
+func (s *Server) handleAdminListContainers(w http.ResponseWriter, r *http.Request) error {
+	q := newQuery(r)
+	page := readPage(q)
+	if err := q.err(); err != nil {
+		return err
+	}
+	cs, total, err := s.sandboxes.ListAll(r.Context(), page.Offset(), page.Size)
+	if err != nil {
+		return err
+	}
+	setPageHeaders(w, r, page, total)
+	s.writeContainers(w, cs)
+	return nil
+}
+
+// containerAction serves the routes that act on one container by id.
+func (s *Server) containerAction(act func(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		c, err := act(r, actor(r), id)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, s.newContainerResponse(c))
+		return nil
+	}
+}
+
+func (s *Server) handleGetContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+	return s.sandboxes.Get(r.Context(), a, id)
+}
+
+func (s *Server) handleStartContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+	return s.sandboxes.Start(r.Context(), a, id)
+}
+
+func (s *Server) handleStopContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+	return s.sandboxes.Stop(r.Context(), a, id)
+}
+
+func (s *Server) handleDeleteContainer(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.sandboxes.Delete(r.Context(), actor(r), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Container deleted", "id": id})
+	return nil
+}
+
+// handleTerminal upgrades to the terminal WebSocket. Everything that can fail
+// is checked first and answered as plain HTTP: the Origin, the token (from the
+// query: browsers cannot set headers on WebSockets), ownership (404), and a
+// running container (409).
+func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
+	if origin := r.Header.Get("Origin"); origin != "" && !s.sameOrigin(r, origin) && !s.originAllowed(origin) {
+		return errs.E(errs.Forbidden, "Origin not allowed")
+	}
+	id, err := pathID(r, "container_id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	cols := q.int("cols", 80, 1, 1000)
+	rows := q.int("rows", 24, 1, 1000)
+	if err := q.err(); err != nil {
+		return err
+	}
+	u, err := s.auth.Authenticate(r.Context(), r.URL.Query().Get("token"))
+	if err != nil {
+		return err
+	}
+	a := sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
+	// The shell must outlive this request's handler context only as long as
+	// the socket lives, which Serve manages.
+	sess, c, err := s.sandboxes.Terminal(r.Context(), a, id, uint(cols), uint(rows))
+	if err != nil {
+		return err
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // Origin checked above
+	if err != nil {
+		sess.Close()
+		return nil // Accept has answered the client
+	}
+	s.terminals.Serve(r.Context(), conn, sess, c)
+	return nil
+}
+
+// sameOrigin reports whether origin names the host the request came to.
+func (s *Server) sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}

@@ -1,0 +1,442 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/moby/moby/client"
+
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+	"tuxlab/internal/sandbox"
+)
+
+type containerBody struct {
+	ID           int64   `json:"id"`
+	Name         string  `json:"name"`
+	TemplateID   int64   `json:"template_id"`
+	UserID       int64   `json:"user_id"`
+	Status       string  `json:"status"`
+	StatusDetail string  `json:"status_detail"`
+	StartedAt    *string `json:"started_at"`
+	StoppedAt    *string `json:"stopped_at"`
+	ExpiresAt    string  `json:"expires_at"`
+	TerminalURL  string  `json:"terminal_url"`
+}
+
+type templateBody struct {
+	ID     int64  `json:"id"`
+	Name   string `json:"name"`
+	Image  string `json:"image"`
+	Limits struct {
+		MemoryMB  int `json:"memory_mb"`
+		PidsLimit int `json:"pids_limit"`
+	} `json:"limits"`
+	CapAdd          []string `json:"cap_add"`
+	NoNewPrivileges bool     `json:"no_new_privileges"`
+}
+
+// busyboxTemplate returns the id of the seeded BusyBox template.
+func busyboxTemplate(t *testing.T, e *apitest.Env) int64 {
+	t.Helper()
+	var ts []templateBody
+	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &ts)
+	for _, tpl := range ts {
+		if tpl.Name == "BusyBox" {
+			return tpl.ID
+		}
+	}
+	t.Fatalf("no BusyBox template in %+v", ts)
+	return 0
+}
+
+func createSandbox(t *testing.T, e *apitest.Env, token string, templateID int64) containerBody {
+	t.Helper()
+	var c containerBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: token,
+		Body: map[string]any{"template_id": templateID}}).Expect(t, http.StatusCreated).JSON(t, &c)
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID) })
+	return c
+}
+
+// engineID reads a container's engine id from the store (the API does not show it).
+func engineID(t *testing.T, e *apitest.Env, id int64) string {
+	t.Helper()
+	c, err := e.DB.FindContainerByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.EngineID
+}
+
+// termClient is a test terminal: it collects output and control messages.
+type termClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+	out  bytes.Buffer
+	ctl  []map[string]any
+}
+
+func dialTerminal(t *testing.T, e *apitest.Env, id int64, token string, header http.Header) (*termClient, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s&cols=80&rows=24", id, token)
+	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		return nil, resp, err
+	}
+	tc := &termClient{t: t, conn: conn}
+	t.Cleanup(func() { conn.CloseNow() })
+	return tc, resp, nil
+}
+
+func (tc *termClient) send(s string) {
+	tc.t.Helper()
+	if err := tc.conn.Write(context.Background(), websocket.MessageBinary, []byte(s)); err != nil {
+		tc.t.Fatal(err)
+	}
+}
+
+func (tc *termClient) control(m map[string]any) {
+	tc.t.Helper()
+	b, _ := json.Marshal(m)
+	if err := tc.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+		tc.t.Fatal(err)
+	}
+}
+
+// waitForMatch reads until re matches the output and returns its first group.
+func (tc *termClient) waitForMatch(re *regexp.Regexp) string {
+	tc.t.Helper()
+	for !re.MatchString(tc.out.String()) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		mt, data, err := tc.conn.Read(ctx)
+		cancel()
+		if err != nil {
+			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tc.out.String())
+		}
+		if mt == websocket.MessageBinary {
+			tc.out.Write(data)
+		}
+	}
+	return re.FindStringSubmatch(tc.out.String())[1]
+}
+
+// waitFor reads until the output contains want or a control message of that
+// type arrives ("ctl:TYPE"); the deadline only guards against a hung test.
+func (tc *termClient) waitFor(want string) {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if typ, ok := strings.CutPrefix(want, "ctl:"); ok {
+			for _, m := range tc.ctl {
+				if m["type"] == typ {
+					return
+				}
+			}
+		} else if strings.Contains(tc.out.String(), want) {
+			return
+		}
+		mt, data, err := tc.conn.Read(ctx)
+		if err != nil {
+			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tc.out.String(), tc.ctl)
+		}
+		if mt == websocket.MessageBinary {
+			tc.out.Write(data)
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			tc.t.Fatalf("text frame is not JSON: %q", data)
+		}
+		tc.ctl = append(tc.ctl, m)
+	}
+}
+
+func TestSandboxEndToEnd(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		c := createSandbox(t, e, u.Token, tpl)
+		if c.Status != "running" || c.StartedAt == nil || c.TemplateID != tpl || c.Name != "BusyBox" || c.TerminalURL != fmt.Sprintf("/ws/terminal/%d", c.ID) {
+			t.Fatalf("created %+v", c)
+		}
+		var list []containerBody
+		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		if len(list) != 1 || list[0].ID != c.ID || list[0].Status != "running" {
+			t.Fatalf("list %+v", list)
+		}
+
+		// A terminal: type, read back, resize, see the new size.
+		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.send("echo hello\n")
+		tc.waitFor("hello\r\n")
+		tc.control(map[string]any{"type": "resize", "cols": 100, "rows": 33})
+		tc.send("stty size\n")
+		tc.waitFor("33 100")
+		tc.send("id -un\n")
+		tc.waitFor("learner")
+		tc.control(map[string]any{"type": "bogus"})
+		tc.waitFor("ctl:error")
+
+		// A second terminal at the same time, with its own shell.
+		tc2, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc2.send("echo second-$((40+2))\n")
+		tc2.waitFor("second-42")
+		tc.send("echo first-$((1+1))\n")
+		tc.waitFor("first-2")
+		if strings.Contains(tc.out.String(), "second-42") {
+			t.Fatal("terminals share output")
+		}
+
+		// Exiting the shell sends its code and closes the socket.
+		tc2.send("exit 3\n")
+		tc2.waitFor("ctl:exit")
+		if code := tc2.ctl[len(tc2.ctl)-1]["code"]; code != float64(3) {
+			t.Fatalf("exit message %v", tc2.ctl)
+		}
+
+		// Closing the socket ends its shell, even one busy with a command.
+		tc.out.Reset()
+		tc.send("printf 'pid=%s=\\n' $$\n")
+		pid := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
+		tc.send("sleep 300\n")
+		time.Sleep(300 * time.Millisecond)
+		tc.send("sleep 300\n")
+		tc.conn.Close(websocket.StatusNormalClosure, "bye")
+		tc3, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			tc3.out.Reset()
+			tc3.send("test -d /proc/" + pid + " && echo shell-alive. || echo shell-gone.\n")
+			tc3.waitFor(".\r\n")
+			if strings.Contains(tc3.out.String(), "shell-gone.") {
+				break
+			}
+			if i == 100 {
+				t.Fatalf("the closed terminal's shell %s still runs: %q", pid, tc3.out.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+
+		// Stop, then the terminal is refused; start again; delete.
+		var got containerBody
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200).JSON(t, &got)
+		if got.Status != "stopped" || got.StoppedAt == nil {
+			t.Fatalf("stopped %+v", got)
+		}
+		if _, resp, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
+			t.Fatalf("terminal on a stopped sandbox: %v %v", resp, err)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: u.Token}).Expect(t, 200).JSON(t, &got)
+		if got.Status != "running" || got.StoppedAt != nil {
+			t.Fatalf("restarted %+v", got)
+		}
+		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 200).JSON(t, &got)
+		if got.Status != "running" {
+			t.Fatalf("get %+v", got)
+		}
+		eid := engineID(t, e, c.ID)
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 404)
+		if _, err := e.App.Sandboxes.Get(context.Background(), sandbox.Actor{Admin: true}, c.ID); err == nil {
+			t.Fatal("row survived delete")
+		}
+		rt := apitest.RequireEngine(t)
+		if _, err := rt.Inspect(context.Background(), eid); err == nil {
+			t.Fatal("engine container survived delete")
+		}
+	})
+}
+
+func TestSandboxOwnership(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		owner := e.CreateUser("owner", auth.RoleStudent)
+		other := e.CreateUser("other", auth.RoleStudent)
+		root := e.CreateUser("root", auth.RoleAdmin)
+		c := createSandbox(t, e, owner.Token, busyboxTemplate(t, e))
+		id := fmt.Sprint(c.ID)
+		for _, req := range []apitest.Request{
+			{Method: "GET", Path: "/api/containers/" + id},
+			{Method: "POST", Path: "/api/containers/" + id + "/start"},
+			{Method: "POST", Path: "/api/containers/" + id + "/stop"},
+			{Method: "DELETE", Path: "/api/containers/" + id},
+		} {
+			req.Token = other.Token
+			if r := e.Do(req).Expect(t, 404); r.Detail() != "Container not found" {
+				t.Fatalf("%s %s: %q", req.Method, req.Path, r.Detail())
+			}
+		}
+		// The same answer as an id that does not exist.
+		if r := e.Get("/api/containers/999999", other.Token).Expect(t, 404); r.Detail() != "Container not found" {
+			t.Fatal(r.Detail())
+		}
+		if _, resp, err := dialTerminal(t, e, c.ID, other.Token, nil); err == nil || resp == nil || resp.StatusCode != 404 {
+			t.Fatalf("another user's terminal: %v %v", resp, err)
+		}
+		if _, resp, err := dialTerminal(t, e, c.ID, "not-a-token", nil); err == nil || resp == nil || resp.StatusCode != 401 {
+			t.Fatalf("terminal without a valid token: %v %v", resp, err)
+		}
+		if _, resp, err := dialTerminal(t, e, c.ID, owner.Token, http.Header{"Origin": {"https://evil.example.net"}}); err == nil || resp == nil || resp.StatusCode != 403 {
+			t.Fatalf("terminal from a foreign origin: %v %v", resp, err)
+		}
+		var list []containerBody
+		e.Get("/api/containers/sandbox", other.Token).Expect(t, 200).JSON(t, &list)
+		if len(list) != 0 {
+			t.Fatalf("other user sees %+v", list)
+		}
+		// Still running, untouched.
+		var got containerBody
+		e.Get("/api/containers/"+id, owner.Token).Expect(t, 200).JSON(t, &got)
+		if got.Status != "running" {
+			t.Fatalf("owner's sandbox: %+v", got)
+		}
+		// Admins see all.
+		e.Get("/api/admin/containers", root.Token).Expect(t, 200).JSON(t, &list)
+		if len(list) != 1 || list[0].UserID != owner.ID {
+			t.Fatalf("admin list %+v", list)
+		}
+		e.Get("/api/admin/containers", other.Token).Expect(t, 403)
+		e.Get("/api/containers/"+id, root.Token).Expect(t, 200)
+	})
+}
+
+func TestSandboxQuotas(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		first := createSandbox(t, e, u.Token, tpl)
+		create := func(token string) *apitest.Response {
+			return e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: token, Body: map[string]any{"template_id": tpl, "name": "extra"}})
+		}
+		if r := create(u.Token).Expect(t, http.StatusConflict); !strings.Contains(r.Detail(), "Running sandbox quota reached") {
+			t.Fatalf("detail %q", r.Detail())
+		}
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", first.ID), Token: u.Token}).Expect(t, 200)
+		var second containerBody
+		create(u.Token).Expect(t, http.StatusCreated).JSON(t, &second)
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, second.ID) })
+		if second.Name != "extra" {
+			t.Fatalf("name %q", second.Name)
+		}
+		if r := create(u.Token).Expect(t, http.StatusConflict); !strings.Contains(r.Detail(), "Sandbox quota reached") {
+			t.Fatalf("detail %q", r.Detail())
+		}
+		// Starting the stopped one would make two running.
+		if r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", first.ID), Token: u.Token}).Expect(t, http.StatusConflict); !strings.Contains(r.Detail(), "Running sandbox quota") {
+			t.Fatalf("detail %q", r.Detail())
+		}
+		// The host-wide cap is the platform's, not the learner's: 503 with Retry-After.
+		other := e.CreateUser("other", auth.RoleStudent)
+		r := create(other.Token).Expect(t, http.StatusServiceUnavailable)
+		if !strings.Contains(r.Detail(), "at capacity") || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("host cap: %q %v", r.Detail(), r.Header)
+		}
+		// Validation.
+		for _, body := range []any{map[string]any{}, map[string]any{"template_id": "one"}, map[string]any{"template_id": 99999}, map[string]any{"template_id": tpl, "name": strings.Repeat("n", 65)}} {
+			e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: body}).Expect(t, 422)
+		}
+	}, func(c *config.Config) { c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser, c.SandboxMaxRunning = 2, 1, 1 })
+}
+
+func TestSandboxHardeningFromEngine(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	root := e.CreateUser("root", auth.RoleAdmin)
+	docker, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+	inspect := func(id int64) client.ContainerInspectResult {
+		res, err := docker.ContainerInspect(context.Background(), engineID(t, e, id), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	// The BusyBox template as seeded.
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	res := inspect(c.ID).Container
+	hc := res.HostConfig
+	if hc.Privileged || !slices.Equal(hc.CapDrop, []string{"ALL"}) || len(hc.CapAdd) != 0 ||
+		!slices.Contains(hc.SecurityOpt, "no-new-privileges:true") || string(hc.NetworkMode) != "none" ||
+		hc.Memory != 64<<20 || hc.MemorySwap != 64<<20 || hc.NanoCPUs != 500_000_000 || hc.PidsLimit == nil || *hc.PidsLimit != 64 ||
+		len(hc.Binds) != 0 || len(res.Mounts) != 0 || hc.Init == nil || !*hc.Init {
+		t.Fatalf("BusyBox host config not hardened: %+v", hc)
+	}
+	labels := res.Config.Labels
+	if labels[sandbox.LabelManaged] != "true" || labels[sandbox.LabelContainer] != strconv.FormatInt(c.ID, 10) ||
+		labels[sandbox.LabelUser] != strconv.FormatInt(u.ID, 10) || labels[sandbox.LabelInstance] != e.App.Sandboxes.Instance() {
+		t.Fatalf("labels %v", labels)
+	}
+	if res.Config.User != "learner" {
+		t.Fatalf("runs as %q", res.Config.User)
+	}
+
+	// The Debian template's settings (sudo needs setuid, so no no-new-privileges,
+	// and a small capability set), applied to the test image.
+	var debian templateBody
+	for _, tpl := range sandbox.DefaultTemplates() {
+		if tpl.Name == "Debian" {
+			q := fmt.Sprintf("name=debian-like&image=%s&memory_mb=%d&cpu_millis=%d&pids_limit=%d&cap_add=%s&no_new_privileges=false&network=true&shell=/bin/sh+-l",
+				apitest.TestImage, tpl.MemoryMB, tpl.CPUMillis, tpl.PidsLimit, strings.Join(tpl.CapAdd, ","))
+			e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?" + q, Token: root.Token}).Expect(t, 201).JSON(t, &debian)
+			e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+			d := createSandbox(t, e, u.Token, debian.ID)
+			res := inspect(d.ID).Container
+			hc := res.HostConfig
+			caps := []string{}
+			for _, c := range hc.CapAdd { // the engine names them CAP_X
+				caps = append(caps, strings.TrimPrefix(c, "CAP_"))
+			}
+			slices.Sort(caps)
+			want := slices.Clone(tpl.CapAdd)
+			slices.Sort(want)
+			if hc.Privileged || !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(caps, want) ||
+				slices.Contains(hc.SecurityOpt, "no-new-privileges:true") || string(hc.NetworkMode) != "tuxlab-sandbox" ||
+				hc.Memory != int64(tpl.MemoryMB)<<20 || *hc.PidsLimit != int64(tpl.PidsLimit) {
+				t.Fatalf("Debian-like host config: %+v", hc)
+			}
+			// The internal network has no route out of the host.
+			nw, err := docker.NetworkInspect(context.Background(), "tuxlab-sandbox", client.NetworkInspectOptions{})
+			if err != nil || !nw.Network.Internal {
+				t.Fatalf("sandbox network is not internal: %+v %v", nw.Network, err)
+			}
+		}
+	}
+	if debian.ID == 0 {
+		t.Fatal("no Debian default template")
+	}
+	// Templates cannot ask for dangerous capabilities.
+	if r := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=evil&image=x&cap_add=SYS_ADMIN", Token: root.Token}).Expect(t, 422); !strings.Contains(string(r.Body), "SYS_ADMIN is not allowed") {
+		t.Fatalf("body %s", r.Body)
+	}
+}

@@ -1,0 +1,250 @@
+// Package docker is the sandbox runtime on the Docker Engine API (and
+// Podman's compatible API), through the engine's official Go client: it
+// negotiates the API version (Debian's docker.io speaks 1.41), frames exec
+// streams, and is maintained by the engine's authors, so tuxlab does not
+// re-implement a protocol with hijacked connections and multiplexed streams.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"tuxlab/internal/sandbox"
+)
+
+// Runtime implements sandbox.Runtime on a Docker engine.
+type Runtime struct {
+	c *client.Client
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New returns a runtime for the engine at host ("" for DOCKER_HOST or the
+// default socket). It does not contact the engine: a missing engine shows up
+// as sandbox.ErrRuntimeUnavailable on each call.
+func New(host string) (*Runtime, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &Runtime{c: c}, nil
+}
+
+// Close releases the client's connections.
+func (r *Runtime) Close() error { return r.c.Close() }
+
+// wrap maps engine errors onto the sandbox domain's.
+func wrap(err error) error {
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: %w", sandbox.ErrGone, err)
+	case client.IsErrConnectionFailed(err), errors.As(err, &netErr):
+		return fmt.Errorf("%w: %w", sandbox.ErrRuntimeUnavailable, err)
+	}
+	return err
+}
+
+// Ping checks that the engine answers.
+func (r *Runtime) Ping(ctx context.Context) error {
+	_, err := r.c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+	return wrap(err)
+}
+
+// ImageExists reports whether the image is present on the engine.
+func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
+	_, err := r.c.ImageInspect(ctx, image)
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, wrap(err)
+}
+
+// EnsureNetwork creates an internal bridge network (no route out of the host)
+// unless it exists.
+func (r *Runtime) EnsureNetwork(ctx context.Context, name string) error {
+	if _, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		return nil
+	}
+	_, err := r.c.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		Driver: "bridge", Internal: true, Labels: map[string]string{sandbox.LabelManaged: "true"},
+	})
+	if cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) {
+		return nil
+	}
+	return wrap(err)
+}
+
+// Create makes a container from s, hardened: no privileges, every capability
+// dropped but s.CapAdd, no-new-privileges when asked, no mounts (and so no
+// engine socket), the engine's default seccomp profile, and resource limits.
+func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
+	init := true
+	security := []string{}
+	if s.NoNewPrivileges {
+		security = append(security, "no-new-privileges:true")
+	}
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(s.Network),
+		Privileged:  false,
+		CapDrop:     []string{"ALL"},
+		CapAdd:      s.CapAdd,
+		SecurityOpt: security,
+		Init:        &init,
+		Runtime:     s.Runtime,
+		Resources: container.Resources{
+			Memory:     s.MemoryBytes,
+			MemorySwap: s.MemoryBytes, // no swap beyond the memory limit
+			NanoCPUs:   s.NanoCPUs,
+			PidsLimit:  &s.PidsLimit,
+		},
+	}
+	if s.DiskMB > 0 {
+		host.StorageOpt = map[string]string{"size": fmt.Sprintf("%dM", s.DiskMB)}
+	}
+	res, err := r.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: s.Name,
+		Config: &container.Config{
+			Image: s.Image, Hostname: s.Hostname, User: s.User, Cmd: s.Cmd, Env: s.Env, Labels: s.Labels,
+		},
+		HostConfig: host,
+	})
+	if err != nil {
+		return "", wrap(err)
+	}
+	return res.ID, nil
+}
+
+// Start starts a created or stopped container.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	_, err := r.c.ContainerStart(ctx, id, client.ContainerStartOptions{})
+	return wrap(err)
+}
+
+// Stop sends SIGTERM and, after grace, SIGKILL.
+func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) error {
+	secs := int(grace.Seconds())
+	_, err := r.c.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs})
+	return wrap(err)
+}
+
+// Remove deletes a container, running or not, with its anonymous volumes.
+func (r *Runtime) Remove(ctx context.Context, id string) error {
+	_, err := r.c.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	return wrap(err)
+}
+
+// Inspect returns a container's state.
+func (r *Runtime) Inspect(ctx context.Context, id string) (sandbox.State, error) {
+	res, err := r.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return sandbox.State{}, wrap(err)
+	}
+	return stateOf(res.Container.State), nil
+}
+
+func stateOf(st *container.State) sandbox.State {
+	if st == nil {
+		return sandbox.State{}
+	}
+	parse := func(s string) time.Time {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || t.Year() < 2000 {
+			return time.Time{}
+		}
+		return t.UTC()
+	}
+	return sandbox.State{Running: st.Running, Status: string(st.Status), StartedAt: parse(st.StartedAt),
+		FinishedAt: parse(st.FinishedAt), ExitCode: st.ExitCode, OOMKilled: st.OOMKilled}
+}
+
+// List returns the containers carrying all the labels given, running or not.
+func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]sandbox.Instance, error) {
+	f := client.Filters{}
+	for k, v := range labels {
+		f = f.Add("label", k+"="+v)
+	}
+	res, err := r.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]sandbox.Instance, 0, len(res.Items))
+	for _, it := range res.Items {
+		out = append(out, sandbox.Instance{EngineID: it.ID, Labels: it.Labels,
+			State: sandbox.State{Running: it.State == container.StateRunning, Status: string(it.State)}})
+	}
+	return out, nil
+}
+
+// Exec starts a command in a running container and attaches to it.
+func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sandbox.Session, error) {
+	size := client.ConsoleSize{Height: s.Rows, Width: s.Cols}
+	created, err := r.c.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User: s.User, TTY: s.TTY, ConsoleSize: size, Env: s.Env, Cmd: s.Cmd,
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	att, err := r.c.ExecAttach(ctx, created.ID, client.ExecAttachOptions{TTY: s.TTY, ConsoleSize: size})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return &session{r: r, id: created.ID, conn: att.HijackedResponse}, nil
+}
+
+// session is an attached exec. With a TTY the stream is raw terminal bytes.
+type session struct {
+	r    *Runtime
+	id   string
+	conn client.HijackedResponse
+	once sync.Once
+}
+
+func (s *session) Read(p []byte) (int, error)  { return s.conn.Reader.Read(p) }
+func (s *session) Write(p []byte) (int, error) { return s.conn.Conn.Write(p) }
+
+// Close ends the stream; the shell sees its terminal hang up and exits.
+func (s *session) Close() error {
+	s.once.Do(s.conn.Close)
+	return nil
+}
+
+// Resize sets the terminal size.
+func (s *session) Resize(ctx context.Context, cols, rows uint) error {
+	_, err := s.r.c.ExecResize(ctx, s.id, client.ExecResizeOptions{Height: rows, Width: cols})
+	return wrap(err)
+}
+
+// Wait polls the exec until it has ended and returns its exit code. The
+// stream's end comes first; the engine records the code just after.
+func (s *session) Wait(ctx context.Context) (int, error) {
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 500*time.Millisecond) {
+		res, err := s.r.c.ExecInspect(ctx, s.id, client.ExecInspectOptions{})
+		if err != nil {
+			return -1, wrap(err)
+		}
+		if !res.Running {
+			return res.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}

@@ -1,0 +1,185 @@
+// Package sandbox provides learners' sandbox containers: templates, the
+// containers made from them, per-user quotas and a host-wide cap, the idle
+// stop and maximum lifetime, and reconciliation of the database with the
+// container engine. The engine sits behind the narrow Runtime interface.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+// Status is a container's state as tuxlab reports it.
+type Status string
+
+// The statuses of DECISIONS.md.
+const (
+	StatusCreating Status = "creating"
+	StatusRunning  Status = "running"
+	StatusStopped  Status = "stopped"
+	StatusError    Status = "error"
+)
+
+// Template describes how to make a sandbox: image, limits and hardening.
+type Template struct {
+	ID          int64
+	Name        string
+	Description string
+	Image       string
+	// Limits.
+	MemoryMB  int
+	CPUMillis int // thousandths of a CPU
+	PidsLimit int
+	DiskMB    int // 0: no disk quota (the engine's storage driver must support one)
+	// Hardening and environment.
+	Network         bool     // false: no network at all; true: the internal sandbox network, no route out
+	Runtime         string   // "" for the engine's default (runc), or "runsc" (gVisor)
+	User            string   // the user terminals open as
+	Shell           []string // the terminal's command, e.g. ["/bin/bash", "-l"]
+	CapAdd          []string // capabilities kept after dropping all
+	NoNewPrivileges bool     // false only for templates whose user needs sudo (setuid)
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Container is a learner's sandbox.
+type Container struct {
+	ID             int64
+	UserID         int64
+	TemplateID     int64
+	Name           string
+	EngineID       string // empty until the engine made it
+	Status         Status
+	StatusDetail   string
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	StoppedAt      *time.Time
+	ExpiresAt      time.Time // the maximum lifetime: removed then, whatever happens
+	LastActivityAt time.Time // terminal input or an API call on it; the idle stop slides with it
+}
+
+// Spec is what the engine needs to create a container.
+type Spec struct {
+	Name            string
+	Image           string
+	Hostname        string
+	User            string
+	Cmd             []string
+	Env             []string
+	Labels          map[string]string
+	MemoryBytes     int64
+	NanoCPUs        int64
+	PidsLimit       int64
+	DiskMB          int
+	Network         string // "none" or the name of an internal network
+	Runtime         string
+	CapAdd          []string
+	NoNewPrivileges bool
+}
+
+// State is what the engine says about a container.
+type State struct {
+	Running    bool
+	Status     string // the engine's word: created, running, exited, ...
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int
+	OOMKilled  bool
+}
+
+// Instance is an engine container carrying tuxlab's labels.
+type Instance struct {
+	EngineID string
+	Labels   map[string]string
+	State    State
+}
+
+// ExecSpec describes a command to run in a container.
+type ExecSpec struct {
+	Cmd  []string
+	User string
+	Env  []string
+	TTY  bool
+	Cols uint
+	Rows uint
+}
+
+// Session is a running exec: its input and output, a terminal size, and its end.
+type Session interface {
+	io.ReadWriteCloser
+	Resize(ctx context.Context, cols, rows uint) error
+	// Wait returns the exit code once the command has ended.
+	Wait(ctx context.Context) (int, error)
+}
+
+// Runtime is the container engine as tuxlab needs it. It is kept narrow so
+// that a Kubernetes driver can implement it beside the Docker one. Methods
+// return ErrRuntimeUnavailable when the engine cannot be reached and
+// ErrGone when the container does not exist.
+type Runtime interface {
+	Ping(ctx context.Context) error
+	ImageExists(ctx context.Context, image string) (bool, error)
+	EnsureNetwork(ctx context.Context, name string) error
+	Create(ctx context.Context, s Spec) (engineID string, err error)
+	Start(ctx context.Context, engineID string) error
+	Stop(ctx context.Context, engineID string, grace time.Duration) error
+	Remove(ctx context.Context, engineID string) error
+	Inspect(ctx context.Context, engineID string) (State, error)
+	List(ctx context.Context, labels map[string]string) ([]Instance, error)
+	Exec(ctx context.Context, engineID string, s ExecSpec) (Session, error)
+}
+
+// Errors of the sandbox domain.
+var (
+	ErrRuntimeUnavailable = &errs.Error{Kind: errs.Unavailable, Detail: "Sandbox runtime unavailable", RetryAfter: 30 * time.Second}
+	ErrGone               = errs.E(errs.NotFound, "Container no longer exists in the engine")
+	ErrContainerNotFound  = errs.E(errs.NotFound, "Container not found")
+	ErrTemplateNotFound   = errs.E(errs.NotFound, "Sandbox template not found")
+	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by containers: delete them first")
+	ErrTemplateNameTaken  = errs.E(errs.Conflict, "A sandbox template with this name exists")
+	ErrNotRunning         = errs.E(errs.Conflict, "Container is not running: start it first")
+)
+
+// Labels that tie every engine object to its row.
+const (
+	LabelManaged   = "org.tuxlab.managed"
+	LabelInstance  = "org.tuxlab.instance"
+	LabelContainer = "org.tuxlab.container-id"
+	LabelUser      = "org.tuxlab.user-id"
+	LabelTemplate  = "org.tuxlab.template-id"
+)
+
+// ContainerFilter selects containers.
+type ContainerFilter struct {
+	UserID int64 // 0 for every user
+	Status Status
+	Offset int
+	Limit  int // 0 for no limit
+}
+
+// Store keeps templates and containers. Missing rows are ErrTemplateNotFound or
+// ErrContainerNotFound.
+type Store interface {
+	FindTemplates(ctx context.Context) ([]*Template, error)
+	FindTemplateByID(ctx context.Context, id int64) (*Template, error)
+	FindTemplateByName(ctx context.Context, name string) (*Template, error)
+	CreateTemplate(ctx context.Context, t *Template) error
+	UpdateTemplate(ctx context.Context, t *Template) error
+	DeleteTemplate(ctx context.Context, id int64) error
+
+	// CreateContainer inserts c after check passes, in one transaction that
+	// serialises the user's creations, so a quota cannot be raced past.
+	CreateContainer(ctx context.Context, c *Container, check func(existing []*Container) error) error
+	FindContainerByID(ctx context.Context, id int64) (*Container, error)
+	FindContainers(ctx context.Context, f ContainerFilter) ([]*Container, int, error)
+	// UpdateContainer applies change to container id in one transaction.
+	UpdateContainer(ctx context.Context, id int64, change func(c *Container) error) (*Container, error)
+	DeleteContainer(ctx context.Context, id int64) error
+	CountRunning(ctx context.Context) (int, error)
+	// Setting and SetSetting keep install-wide values, such as the instance id.
+	Setting(ctx context.Context, key string) (string, error)
+	SetSettingIfAbsent(ctx context.Context, key, value string) (string, error)
+}

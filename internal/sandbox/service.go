@@ -1,0 +1,589 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"tuxlab/internal/errs"
+)
+
+// Options tune a Service. Zero values take the documented defaults.
+type Options struct {
+	MaxPerUser        int           // containers a user may have (default 3)
+	MaxRunningPerUser int           // of them running at once (default 2)
+	MaxRunningHost    int           // running on the whole host (default 20)
+	IdleTimeout       time.Duration // a running sandbox without activity stops (default 30m)
+	MaxLifetime       time.Duration // every sandbox is removed this long after creation (default 24h)
+	StopGrace         time.Duration // SIGTERM to SIGKILL when stopping (default 3s)
+	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
+	Now               func() time.Time
+	Log               *slog.Logger
+}
+
+func (o *Options) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxPerUser, 3)
+	def(&o.MaxRunningPerUser, 2)
+	def(&o.MaxRunningHost, 20)
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 30 * time.Minute
+	}
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = 24 * time.Hour
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 3 * time.Second
+	}
+	if o.Network == "" {
+		o.Network = "tuxlab-sandbox"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// Service is the sandbox domain.
+type Service struct {
+	store    Store
+	runtime  Runtime
+	opt      Options
+	instance string // labels this install's engine objects, so installs sharing an engine never touch each other's
+}
+
+// Actor is who calls: a user, and whether that user is an admin (who sees all).
+type Actor struct {
+	UserID int64
+	Admin  bool
+}
+
+// NewService returns a Service. runtime may be nil when no engine is configured:
+// every call that needs it then answers ErrRuntimeUnavailable.
+func NewService(ctx context.Context, store Store, runtime Runtime, o Options) (*Service, error) {
+	o.defaults()
+	b := make([]byte, 8)
+	rand.Read(b)
+	instance, err := store.SetSettingIfAbsent(ctx, "sandbox_instance_id", hex.EncodeToString(b))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox instance id: %w", err)
+	}
+	return &Service{store: store, runtime: runtime, opt: o, instance: instance}, nil
+}
+
+// Instance is the id this install labels its engine objects with.
+func (s *Service) Instance() string { return s.instance }
+
+// Options returns the effective options.
+func (s *Service) Options() Options { return s.opt }
+
+func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Microsecond) }
+
+func (s *Service) rt() (Runtime, error) {
+	if s.runtime == nil {
+		return nil, ErrRuntimeUnavailable
+	}
+	return s.runtime, nil
+}
+
+// Available reports whether the engine answers.
+func (s *Service) Available(ctx context.Context) bool {
+	rt, err := s.rt()
+	return err == nil && rt.Ping(ctx) == nil
+}
+
+// Templates lists the templates.
+func (s *Service) Templates(ctx context.Context) ([]*Template, error) {
+	return s.store.FindTemplates(ctx)
+}
+
+// NewContainer is the input to create a sandbox.
+type NewContainer struct {
+	TemplateID int64
+	Name       string // defaults to the template's name
+}
+
+// MaxNameLen bounds a container name.
+const MaxNameLen = 64
+
+// Create makes a sandbox for the actor and starts it: the answer is a running
+// container, or an error and nothing left behind.
+func (s *Service) Create(ctx context.Context, a Actor, n NewContainer) (*Container, error) {
+	rt, err := s.rt()
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.store.FindTemplateByID(ctx, n.TemplateID)
+	if errors.Is(err, ErrTemplateNotFound) {
+		return nil, errs.Field([]any{"body", "template_id"}, "No sandbox template with this id", "value_error")
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.Name = strings.TrimSpace(n.Name)
+	if n.Name == "" {
+		n.Name = t.Name
+	}
+	if utf8.RuneCountInString(n.Name) > MaxNameLen || strings.ContainsAny(n.Name, "\r\n\t") {
+		return nil, errs.Field([]any{"body", "name"}, "Name must be one line of at most 64 characters", "string_too_long")
+	}
+	// The learner's own quota answers first (409); the host-wide cap (503) is
+	// the platform's problem, not the learner's. The transaction below checks
+	// the quota again, authoritatively.
+	mine, _, err := s.store.FindContainers(ctx, ContainerFilter{UserID: a.UserID})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkUserQuota(mine); err != nil {
+		return nil, err
+	}
+	if err := s.checkHostCapacity(ctx); err != nil {
+		return nil, err
+	}
+	if ok, err := rt.ImageExists(ctx, t.Image); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, &errs.Error{Kind: errs.Unavailable, Detail: fmt.Sprintf("Sandbox image %s is not on this host: an operator must run scripts/build-images.sh", t.Image)}
+	}
+	now := s.now()
+	c := &Container{UserID: a.UserID, TemplateID: t.ID, Name: n.Name, Status: StatusCreating,
+		CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(s.opt.MaxLifetime)}
+	err = s.store.CreateContainer(ctx, c, s.checkUserQuota)
+	if err != nil {
+		return nil, err
+	}
+	engineID, err := s.provision(ctx, rt, t, c)
+	if err != nil {
+		s.discard(context.WithoutCancel(ctx), rt, c.ID, engineID)
+		return nil, err
+	}
+	return s.store.FindContainerByID(ctx, c.ID)
+}
+
+// checkUserQuota refuses a new sandbox past the user's quotas.
+func (s *Service) checkUserQuota(existing []*Container) error {
+	if len(existing) >= s.opt.MaxPerUser {
+		return errs.Errorf(errs.Conflict, "Sandbox quota reached: you have %d of %d sandboxes; delete one first", len(existing), s.opt.MaxPerUser)
+	}
+	return s.checkUserRunning(existing)
+}
+
+func (s *Service) checkUserRunning(existing []*Container) error {
+	running := 0
+	for _, c := range existing {
+		if c.Status == StatusRunning || c.Status == StatusCreating {
+			running++
+		}
+	}
+	if running >= s.opt.MaxRunningPerUser {
+		return errs.Errorf(errs.Conflict, "Running sandbox quota reached: %d of %d are running; stop one first", running, s.opt.MaxRunningPerUser)
+	}
+	return nil
+}
+
+// checkHostCapacity protects the machine: past the host-wide cap, 503.
+func (s *Service) checkHostCapacity(ctx context.Context) error {
+	n, err := s.store.CountRunning(ctx)
+	if err != nil {
+		return err
+	}
+	if n >= s.opt.MaxRunningHost {
+		return &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
+			Detail: "The platform is at capacity: too many sandboxes are running. Try again in a few minutes"}
+	}
+	return nil
+}
+
+// provision creates and starts the engine container of row c.
+func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container) (string, error) {
+	spec := s.spec(t, c)
+	if t.Network {
+		if err := rt.EnsureNetwork(ctx, s.opt.Network); err != nil {
+			return "", err
+		}
+	}
+	engineID, err := rt.Create(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error { c.EngineID = engineID; return nil }); err != nil {
+		return engineID, err
+	}
+	if err := rt.Start(ctx, engineID); err != nil {
+		return engineID, err
+	}
+	now := s.now()
+	_, err = s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+		c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
+		return nil
+	})
+	return engineID, err
+}
+
+// discard removes what a failed creation left: the engine container and the row.
+func (s *Service) discard(ctx context.Context, rt Runtime, id int64, engineID string) {
+	if engineID != "" {
+		if err := rt.Remove(ctx, engineID); err != nil && !errors.Is(err, ErrGone) {
+			s.opt.Log.Warn("could not remove a failed sandbox; reconciliation will", "container_id", id, "error", err.Error())
+		}
+	}
+	if err := s.store.DeleteContainer(ctx, id); err != nil {
+		s.opt.Log.Warn("could not delete a failed sandbox row", "container_id", id, "error", err.Error())
+	}
+}
+
+// spec turns a template into an engine spec for container c.
+func (s *Service) spec(t *Template, c *Container) Spec {
+	network := "none"
+	if t.Network {
+		network = s.opt.Network
+	}
+	return Spec{
+		Name:     fmt.Sprintf("tuxlab-%s-%d", s.instance[:8], c.ID),
+		Image:    t.Image,
+		Hostname: "tuxlab",
+		User:     t.User,
+		// PID 1 waits for SIGTERM so a stop is quick; the engine's init reaps zombies.
+		Cmd: []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"},
+		Env: []string{"TERM=xterm-256color"},
+		Labels: map[string]string{
+			LabelManaged: "true", LabelInstance: s.instance,
+			LabelContainer: strconv.FormatInt(c.ID, 10), LabelUser: strconv.FormatInt(c.UserID, 10),
+			LabelTemplate: strconv.FormatInt(t.ID, 10),
+		},
+		MemoryBytes:     int64(t.MemoryMB) << 20,
+		NanoCPUs:        int64(t.CPUMillis) * 1_000_000,
+		PidsLimit:       int64(t.PidsLimit),
+		DiskMB:          t.DiskMB,
+		Network:         network,
+		Runtime:         t.Runtime,
+		CapAdd:          t.CapAdd,
+		NoNewPrivileges: t.NoNewPrivileges,
+	}
+}
+
+// owned returns container id if the actor may see it; another user's container
+// is ErrContainerNotFound, exactly as if it did not exist.
+func (s *Service) owned(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.store.FindContainerByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.UserID != a.UserID && !a.Admin {
+		return nil, ErrContainerNotFound
+	}
+	return c, nil
+}
+
+// List returns the actor's own containers with their state checked against the engine.
+func (s *Service) List(ctx context.Context, a Actor) ([]*Container, error) {
+	rt, err := s.rt()
+	if err != nil {
+		return nil, err
+	}
+	cs, _, err := s.store.FindContainers(ctx, ContainerFilter{UserID: a.UserID})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cs {
+		if cs[i], err = s.refresh(ctx, rt, c); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
+}
+
+// ListAll returns a page of every user's containers, for admins.
+func (s *Service) ListAll(ctx context.Context, offset, limit int) ([]*Container, int, error) {
+	return s.store.FindContainers(ctx, ContainerFilter{Offset: offset, Limit: limit})
+}
+
+// Get returns one container with its state checked against the engine.
+func (s *Service) Get(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.owned(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := s.rt()
+	if err != nil {
+		return nil, err
+	}
+	return s.refresh(ctx, rt, c)
+}
+
+// refresh brings a row in line with the engine's truth.
+func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Container, error) {
+	if c.EngineID == "" || c.Status == StatusCreating {
+		return c, nil
+	}
+	st, err := rt.Inspect(ctx, c.EngineID)
+	switch {
+	case errors.Is(err, ErrGone):
+		if c.Status == StatusError {
+			return c, nil
+		}
+		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			c.Status, c.StatusDetail = StatusError, "The container vanished from the engine: delete this sandbox and create a new one"
+			return nil
+		})
+	case err != nil:
+		return nil, err
+	case st.Running && c.Status != StatusRunning:
+		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			c.Status, c.StatusDetail = StatusRunning, ""
+			return nil
+		})
+	case !st.Running && c.Status == StatusRunning:
+		detail := fmt.Sprintf("The container exited (code %d)", st.ExitCode)
+		if st.OOMKilled {
+			detail = "The container ran out of memory and was stopped"
+		}
+		at := st.FinishedAt
+		if at.IsZero() {
+			at = s.now()
+		}
+		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			c.Status, c.StatusDetail, c.StoppedAt = StatusStopped, detail, &at
+			return nil
+		})
+	}
+	return c, nil
+}
+
+// Start starts a stopped sandbox; starting a running one changes nothing.
+func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.Get(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Status == StatusRunning:
+		return s.Touch(ctx, c.ID)
+	case c.Status == StatusError || c.EngineID == "":
+		return nil, errs.E(errs.Conflict, "This sandbox is broken ("+c.StatusDetail+"): delete it and create a new one")
+	}
+	mine, _, err := s.store.FindContainers(ctx, ContainerFilter{UserID: c.UserID})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkUserRunning(mine); err != nil {
+		return nil, err
+	}
+	if err := s.checkHostCapacity(ctx); err != nil {
+		return nil, err
+	}
+	rt, _ := s.rt()
+	if err := rt.Start(ctx, c.EngineID); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+		c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
+		return nil
+	})
+}
+
+// Stop stops a running sandbox; stopping a stopped one changes nothing.
+func (s *Service) Stop(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.Get(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != StatusRunning {
+		return c, nil
+	}
+	return s.stop(ctx, c, "")
+}
+
+func (s *Service) stop(ctx context.Context, c *Container, detail string) (*Container, error) {
+	rt, err := s.rt()
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.Stop(ctx, c.EngineID, s.opt.StopGrace); err != nil && !errors.Is(err, ErrGone) {
+		return nil, err
+	}
+	now := s.now()
+	return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+		c.Status, c.StatusDetail, c.StoppedAt = StatusStopped, detail, &now
+		return nil
+	})
+}
+
+// Delete removes a sandbox from the engine, then its row.
+func (s *Service) Delete(ctx context.Context, a Actor, id int64) error {
+	c, err := s.owned(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	return s.remove(ctx, c)
+}
+
+func (s *Service) remove(ctx context.Context, c *Container) error {
+	if c.EngineID != "" {
+		rt, err := s.rt()
+		if err != nil {
+			return err
+		}
+		if err := rt.Remove(ctx, c.EngineID); err != nil && !errors.Is(err, ErrGone) {
+			return err
+		}
+	}
+	return s.store.DeleteContainer(ctx, c.ID)
+}
+
+// Touch records activity on a sandbox, which pushes its idle stop forward.
+func (s *Service) Touch(ctx context.Context, id int64) (*Container, error) {
+	now := s.now()
+	return s.store.UpdateContainer(ctx, id, func(c *Container) error { c.LastActivityAt = now; return nil })
+}
+
+// Deadline says when a running sandbox will end and why: the idle stop or the lifetime.
+func (s *Service) Deadline(c *Container) (time.Time, string) {
+	idle := c.LastActivityAt.Add(s.opt.IdleTimeout)
+	if c.ExpiresAt.Before(idle) {
+		return c.ExpiresAt, "lifetime"
+	}
+	return idle, "idle"
+}
+
+// Terminal opens a shell with a TTY in the actor's running sandbox.
+func (s *Service) Terminal(ctx context.Context, a Actor, id int64, cols, rows uint) (Session, *Container, error) {
+	c, err := s.Get(ctx, a, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Status != StatusRunning {
+		return nil, nil, ErrNotRunning
+	}
+	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, _ := s.rt()
+	// Engines end an exec when its stream closes (the shell sees its terminal
+	// hang up), so closing the session is all a closed socket needs.
+	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: t.Shell, User: t.User, TTY: true, Cols: cols, Rows: rows,
+		Env: []string{"TERM=xterm-256color"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err = s.Touch(ctx, c.ID)
+	return sess, c, err
+}
+
+// Sweep applies the lifecycle at the service's clock: sandboxes past their
+// maximum lifetime are removed, running ones idle past the timeout are stopped.
+func (s *Service) Sweep(ctx context.Context) error {
+	if _, err := s.rt(); err != nil {
+		return err
+	}
+	cs, _, err := s.store.FindContainers(ctx, ContainerFilter{})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	var errList []error
+	for _, c := range cs {
+		switch {
+		case !now.Before(c.ExpiresAt):
+			s.opt.Log.Info("removing sandbox at the end of its lifetime", "container_id", c.ID, "user_id", c.UserID)
+			errList = append(errList, s.remove(ctx, c))
+		case c.Status == StatusRunning && !now.Before(c.LastActivityAt.Add(s.opt.IdleTimeout)):
+			s.opt.Log.Info("stopping idle sandbox", "container_id", c.ID, "user_id", c.UserID)
+			_, err := s.stop(ctx, c, fmt.Sprintf("Stopped after %s without activity", s.opt.IdleTimeout))
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// Reconcile makes the database and the engine agree: engine containers of this
+// install without a row are removed, rows whose container vanished are marked,
+// and statuses follow the engine.
+func (s *Service) Reconcile(ctx context.Context) error {
+	rt, err := s.rt()
+	if err != nil {
+		return err
+	}
+	instances, err := rt.List(ctx, map[string]string{LabelManaged: "true", LabelInstance: s.instance})
+	if err != nil {
+		return err
+	}
+	rows, _, err := s.store.FindContainers(ctx, ContainerFilter{})
+	if err != nil {
+		return err
+	}
+	byEngine := map[string]*Container{}
+	for _, c := range rows {
+		if c.EngineID != "" {
+			byEngine[c.EngineID] = c
+		}
+	}
+	var errList []error
+	for _, in := range instances {
+		if byEngine[in.EngineID] == nil {
+			// A row may still be creating this container: give it a grace period.
+			if id, err := strconv.ParseInt(in.Labels[LabelContainer], 10, 64); err == nil {
+				if c, err := s.store.FindContainerByID(ctx, id); err == nil && c.Status == StatusCreating && s.now().Sub(c.CreatedAt) < 2*time.Minute {
+					continue
+				}
+			}
+			s.opt.Log.Info("removing orphaned engine container", "engine_id", in.EngineID, "labels", in.Labels)
+			if err := rt.Remove(ctx, in.EngineID); err != nil && !errors.Is(err, ErrGone) {
+				errList = append(errList, err)
+			}
+		}
+	}
+	for _, c := range rows {
+		switch {
+		case c.EngineID != "":
+			// refresh marks a vanished container and follows the engine's state.
+			if _, err := s.refresh(ctx, rt, c); err != nil {
+				errList = append(errList, err)
+			}
+		case c.Status == StatusCreating && s.now().Sub(c.CreatedAt) > 2*time.Minute:
+			_, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+				c.Status, c.StatusDetail = StatusError, "Creation did not finish: delete this sandbox and create a new one"
+				return nil
+			})
+			errList = append(errList, err)
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// Run reconciles at once and then sweeps and reconciles every interval until
+// ctx ends. Failures are logged; the loop goes on.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if s.runtime != nil {
+			if err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				s.opt.Log.Warn("sandbox reconciliation", "error", err.Error())
+			}
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.opt.Log.Warn("sandbox lifecycle sweep", "error", err.Error())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

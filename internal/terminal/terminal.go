@@ -1,0 +1,268 @@
+// Package terminal bridges a WebSocket to a shell running with a TTY in a
+// sandbox. The protocol (docs/terminal.md): binary frames carry raw terminal
+// bytes both ways; text frames carry JSON control messages:
+//
+//	client → server  {"type":"resize","cols":120,"rows":40}
+//	server → client  {"type":"exit","code":0}
+//	                 {"type":"error","detail":"..."}
+//	                 {"type":"expiring","reason":"idle"|"lifetime","seconds":60}
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"tuxlab/internal/sandbox"
+)
+
+// Options tune a Bridge.
+type Options struct {
+	IdleTimeout   time.Duration // no input for this long closes the terminal (default 15m)
+	WarnBefore    time.Duration // how long before an idle close or the sandbox's end to warn (default 60s, at most half the idle timeout)
+	PingInterval  time.Duration // keep-alive pings (default 30s)
+	TouchInterval time.Duration // how often input refreshes the sandbox's activity (default 30s)
+	MaxMessage    int64         // largest frame a client may send (default 64 KiB)
+	Now           func() time.Time
+	Log           *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 15 * time.Minute
+	}
+	if o.WarnBefore <= 0 {
+		o.WarnBefore = min(time.Minute, o.IdleTimeout/2)
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 30 * time.Second
+	}
+	if o.TouchInterval <= 0 {
+		o.TouchInterval = 30 * time.Second
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 64 << 10
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// Bridge serves terminals.
+type Bridge struct {
+	sandboxes *sandbox.Service
+	opt       Options
+}
+
+// NewBridge returns a Bridge that records activity on sandboxes.
+func NewBridge(sandboxes *sandbox.Service, o Options) *Bridge {
+	o.defaults()
+	return &Bridge{sandboxes: sandboxes, opt: o}
+}
+
+// MaxMessage is the read limit to set on accepted connections.
+func (b *Bridge) MaxMessage() int64 { return b.opt.MaxMessage }
+
+// control is a text frame.
+type control struct {
+	Type    string `json:"type"`
+	Cols    uint   `json:"cols,omitempty"`
+	Rows    uint   `json:"rows,omitempty"`
+	Code    *int   `json:"code,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Seconds *int   `json:"seconds,omitempty"`
+}
+
+// MaxSize bounds the terminal size a client may ask for.
+const MaxSize = 1000
+
+// Serve runs one terminal until the shell exits, the client leaves, the idle
+// limit passes or the sandbox ends. It closes both ends.
+func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer sess.Close()
+	conn.SetReadLimit(b.opt.MaxMessage)
+	t := &term{b: b, conn: conn, sess: sess, c: c, lastInput: b.opt.Now(), lastTouch: b.opt.Now()}
+
+	done := make(chan struct{})
+	go func() { // engine → client
+		defer close(done)
+		t.pumpOutput(ctx)
+	}()
+	go t.keepAlive(ctx, cancel)
+	go t.watchDeadlines(ctx, cancel)
+	t.pumpInput(ctx) // client → engine, until the client leaves or ctx ends
+	cancel()
+	sess.Close()
+	<-done
+}
+
+type term struct {
+	b    *Bridge
+	conn *websocket.Conn
+	sess sandbox.Session
+	c    *sandbox.Container
+
+	mu        sync.Mutex // guards the fields below and serialises writes
+	lastInput time.Time
+	lastTouch time.Time
+	warned    string
+}
+
+func (t *term) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return t.conn.Write(wctx, typ, b)
+}
+
+func (t *term) sendControl(ctx context.Context, m control) error {
+	b, _ := json.Marshal(m)
+	return t.send(ctx, websocket.MessageText, b)
+}
+
+// pumpOutput copies the shell's output to the client; when the shell ends it
+// sends its exit code and closes the socket normally.
+func (t *term) pumpOutput(ctx context.Context) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := t.sess.Read(buf)
+		if n > 0 {
+			if werr := t.send(ctx, websocket.MessageBinary, buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return // the client left first
+			}
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			code, werr := t.sess.Wait(wctx)
+			cancel()
+			if werr != nil || !errors.Is(err, io.EOF) {
+				code = -1
+			}
+			t.sendControl(ctx, control{Type: "exit", Code: &code})
+			t.conn.Close(websocket.StatusNormalClosure, "shell exited")
+			return
+		}
+	}
+}
+
+// pumpInput reads client frames: raw input for the shell, or control messages.
+func (t *term) pumpInput(ctx context.Context) {
+	for {
+		typ, data, err := t.conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		now := t.b.opt.Now()
+		t.mu.Lock()
+		t.lastInput, t.warned = now, ""
+		touch := now.Sub(t.lastTouch) >= t.b.opt.TouchInterval
+		if touch {
+			t.lastTouch = now
+		}
+		t.mu.Unlock()
+		if touch {
+			if c, err := t.b.sandboxes.Touch(ctx, t.c.ID); err == nil {
+				t.mu.Lock()
+				t.c = c
+				t.mu.Unlock()
+			}
+		}
+		if typ == websocket.MessageBinary {
+			if _, err := t.sess.Write(data); err != nil {
+				return
+			}
+			continue
+		}
+		var m control
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.sendControl(ctx, control{Type: "error", Detail: "Text frames must be JSON control messages; send terminal input as binary frames"})
+			continue
+		}
+		switch m.Type {
+		case "resize":
+			if m.Cols < 1 || m.Rows < 1 || m.Cols > MaxSize || m.Rows > MaxSize {
+				t.sendControl(ctx, control{Type: "error", Detail: "resize needs cols and rows from 1 to 1000"})
+				continue
+			}
+			if err := t.sess.Resize(ctx, m.Cols, m.Rows); err != nil {
+				t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
+			}
+		default:
+			t.sendControl(ctx, control{Type: "error", Detail: "Unknown control message type " + m.Type})
+		}
+	}
+}
+
+// keepAlive pings the client; a client that does not answer is gone.
+func (t *term) keepAlive(ctx context.Context, cancel context.CancelFunc) {
+	tick := time.NewTicker(t.b.opt.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			pctx, pcancel := context.WithTimeout(ctx, t.b.opt.PingInterval)
+			err := t.conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+// watchDeadlines warns before the terminal's idle limit and before the
+// sandbox's own end (idle stop or lifetime), then closes at the idle limit.
+func (t *term) watchDeadlines(ctx context.Context, cancel context.CancelFunc) {
+	step := min(t.b.opt.WarnBefore/4, time.Second)
+	tick := time.NewTicker(max(step, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := t.b.opt.Now()
+		t.mu.Lock()
+		idleAt := t.lastInput.Add(t.b.opt.IdleTimeout)
+		endAt, reason := t.b.sandboxes.Deadline(t.c)
+		if idleAt.Before(endAt) {
+			endAt, reason = idleAt, "idle"
+		}
+		warned := t.warned
+		t.mu.Unlock()
+		left := endAt.Sub(now)
+		if !now.Before(idleAt) {
+			t.conn.Close(websocket.StatusNormalClosure, "idle")
+			cancel()
+			return
+		}
+		if left <= t.b.opt.WarnBefore && warned != reason {
+			secs := int(left.Round(time.Second).Seconds())
+			if t.sendControl(ctx, control{Type: "expiring", Reason: reason, Seconds: &secs}) == nil {
+				t.mu.Lock()
+				t.warned = reason
+				t.mu.Unlock()
+			}
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package apitest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -173,7 +175,12 @@ func Validating(t testing.TB, h http.Handler, doc []byte) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "" {
-			h.ServeHTTP(w, r) // WebSockets are checked by their own tests
+			// A WebSocket: pass through, but record the answer, 101 once hijacked.
+			tw := &teeWriter{ResponseWriter: w}
+			h.ServeHTTP(tw, r)
+			if err := v.Check(r.Method, r.URL.Path, tw.status, w.Header(), tw.body.Bytes()); err != nil {
+				t.Errorf("openapi: %v", err)
+			}
 			return
 		}
 		rec := httptest.NewRecorder()
@@ -197,7 +204,7 @@ func Uncovered() []string {
 	for key, seen := range coverage {
 		ok := false
 		for code := range seen {
-			if strings.HasPrefix(code, "2") {
+			if strings.HasPrefix(code, "2") || code == "101" {
 				ok = true
 			}
 		}
@@ -207,4 +214,34 @@ func Uncovered() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// teeWriter passes a response through while keeping its status and body, and
+// lets the handler hijack the connection for a WebSocket.
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *teeWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *teeWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *teeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }

@@ -112,7 +112,7 @@ func templateInput(q *query) sandbox.TemplateInput {
 	if v := q.optStr("cap_add"); v != nil {
 		caps := []string{}
 		for _, c := range strings.Split(*v, ",") {
-			if c = strings.ToUpper(strings.TrimPrefix(strings.TrimSpace(c), "CAP_")); c != "" {
+			if c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_"); c != "" {
 				caps = append(caps, c)
 			}
 		}

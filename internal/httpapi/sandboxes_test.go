@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"tuxlab/internal/apitest"
+	"tuxlab/internal/app"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
@@ -438,5 +439,152 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 	// Templates cannot ask for dangerous capabilities.
 	if r := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=evil&image=x&cap_add=SYS_ADMIN", Token: root.Token}).Expect(t, 422); !strings.Contains(string(r.Body), "SYS_ADMIN is not allowed") {
 		t.Fatalf("body %s", r.Body)
+	}
+}
+
+func TestSandboxRoutesWithoutEngine(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		root := e.CreateUser("root", auth.RoleAdmin)
+		// Templates are in the database: still served.
+		tpl := busyboxTemplate(t, e)
+		for _, req := range []apitest.Request{
+			{Method: "POST", Path: "/api/containers/create", Body: map[string]any{"template_id": tpl}},
+			{Method: "GET", Path: "/api/containers/sandbox"},
+		} {
+			req.Token = u.Token
+			r := e.Do(req).Expect(t, http.StatusServiceUnavailable)
+			if r.Detail() != "Sandbox runtime unavailable" || r.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s %s: %q %v", req.Method, req.Path, r.Detail(), r.Header)
+			}
+		}
+		e.Get("/api/admin/containers", root.Token).Expect(t, 200)
+		e.Get("/healthz", "").Expect(t, 200)
+	}, func(c *config.Config) { c.DockerHost = "unix:///nonexistent/docker.sock" })
+}
+
+func TestSandboxesSurviveRestart(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+		// A second server process on the same database and engine.
+		ctx := context.Background()
+		log := e.App.Log
+		db, err := app.Open(ctx, e.Config, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		restarted, err := app.New(ctx, e.Config, log, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restarted.Sandboxes.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if restarted.Sandboxes.Instance() != e.App.Sandboxes.Instance() {
+			t.Fatal("the instance id changed across a restart")
+		}
+		cs, err := restarted.Sandboxes.List(ctx, sandbox.Actor{UserID: u.ID})
+		if err != nil || len(cs) != 1 || cs[0].ID != c.ID || cs[0].Status != sandbox.StatusRunning {
+			t.Fatalf("after restart: %+v %v", cs, err)
+		}
+	})
+}
+
+func TestTerminalWarnsBeforeItEnds(t *testing.T) {
+	apitest.RequireEngine(t)
+	t.Run("idle", func(t *testing.T) {
+		e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalIdleTimeout = 2 * time.Second })
+		u := e.CreateUser("learner", auth.RoleStudent)
+		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.waitFor("ctl:expiring")
+		m := tc.ctl[len(tc.ctl)-1]
+		if m["reason"] != "idle" {
+			t.Fatalf("warning %v", m)
+		}
+		// Then the socket closes normally.
+		for {
+			if _, _, err := tc.conn.Read(context.Background()); err != nil {
+				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+					t.Fatalf("closed with %v", err)
+				}
+				break
+			}
+		}
+	})
+	t.Run("lifetime", func(t *testing.T) {
+		e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxLifetime = 30 * time.Second })
+		u := e.CreateUser("learner", auth.RoleStudent)
+		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.waitFor("ctl:expiring")
+		m := tc.ctl[len(tc.ctl)-1]
+		if secs, ok := m["seconds"].(float64); m["reason"] != "lifetime" || !ok || secs > 30 {
+			t.Fatalf("warning %v", m)
+		}
+	})
+}
+
+func TestAdminTemplates(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		root := e.CreateUser("root", auth.RoleAdmin)
+		u := e.CreateUser("learner", auth.RoleStudent)
+		do := func(method, path string) *apitest.Response {
+			return e.Do(apitest.Request{Method: method, Path: path, Token: root.Token})
+		}
+		var tpl templateBody
+		do("POST", "/api/admin/sandbox-templates?name=Alpine-ish&image=registry.tuxlab.org/sandbox/alpine:3.20&memory_mb=128&pids_limit=100&cap_add=cap_chown,KILL").Expect(t, 201).JSON(t, &tpl)
+		if tpl.Limits.MemoryMB != 128 || tpl.Limits.PidsLimit != 100 || strings.Join(tpl.CapAdd, ",") != "CHOWN,KILL" || !tpl.NoNewPrivileges {
+			t.Fatalf("created %+v", tpl)
+		}
+		do("POST", "/api/admin/sandbox-templates?name=Alpine-ish&image=x").Expect(t, 409)
+		do("PUT", fmt.Sprintf("/api/admin/sandbox-templates/%d?memory_mb=256&description=Smaller", tpl.ID)).Expect(t, 200).JSON(t, &tpl)
+		if tpl.Limits.MemoryMB != 256 || tpl.Limits.PidsLimit != 100 {
+			t.Fatalf("updated %+v", tpl)
+		}
+		var list []templateBody
+		e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &list)
+		if len(list) != 3 {
+			t.Fatalf("templates %+v", list)
+		}
+		for _, tt := range []struct{ path, loc string }{
+			{"?name=x", "query.image"},
+			{"?name=x&image=Not%20An%20Image", "query.image"},
+			{"?name=x&image=x&memory_mb=1", "query.memory_mb"},
+			{"?name=x&image=x&runtime=kata", "query.runtime"},
+			{"?name=x&image=x&shell=bash", "query.shell"},
+			{"?name=x&image=x&cap_add=NET_ADMIN", "query.cap_add"},
+			{"?name=x&image=x&network=perhaps", "query.network"},
+		} {
+			r := do("POST", "/api/admin/sandbox-templates"+tt.path).Expect(t, 422)
+			if got := strings.Join(locs(t, r), ","); got != tt.loc {
+				t.Fatalf("%s: locs %s", tt.path, got)
+			}
+		}
+		do("PUT", "/api/admin/sandbox-templates/99999?memory_mb=256").Expect(t, 404)
+		e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=y&image=y", Token: u.Token}).Expect(t, 403)
+		do("DELETE", fmt.Sprintf("/api/admin/sandbox-templates/%d", tpl.ID)).Expect(t, 200)
+		do("DELETE", fmt.Sprintf("/api/admin/sandbox-templates/%d", tpl.ID)).Expect(t, 404)
+	})
+}
+
+func TestTemplateInUseCannotBeDeleted(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	root := e.CreateUser("root", auth.RoleAdmin)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	tpl := busyboxTemplate(t, e)
+	createSandbox(t, e, u.Token, tpl)
+	if r := e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/sandbox-templates/%d", tpl), Token: root.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "in use") {
+		t.Fatal(r.Detail())
 	}
 }

@@ -294,6 +294,10 @@ func (s *Service) List(ctx context.Context, a Actor) ([]*Container, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Statuses come from the engine: without one there is nothing true to say.
+	if err := rt.Ping(ctx); err != nil {
+		return nil, err
+	}
 	cs, _, err := s.store.FindContainers(ctx, ContainerFilter{UserID: a.UserID})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,192 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
+)
+
+// clock is a settable time for lifecycle tests: no test sleeps to age a sandbox.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	db    *store.DB
+	svc   *sandbox.Service
+	rt    sandbox.Runtime
+	clock *clock
+	user  sandbox.Actor
+	tpl   int64
+}
+
+func newFixture(t *testing.T, db *store.DB) *fixture {
+	rt := apitest.RequireEngine(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: now}
+	svc, err := sandbox.NewService(ctx, db, rt, sandbox.Options{
+		IdleTimeout: 30 * time.Minute, MaxLifetime: 4 * time.Hour, Now: c.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.EnsureDefaultTemplates(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: db, svc: svc, rt: rt, clock: c, user: sandbox.Actor{UserID: u.ID}, tpl: tpl.ID}
+	t.Cleanup(func() {
+		cs, _, _ := db.FindContainers(context.Background(), sandbox.ContainerFilter{})
+		for _, c := range cs {
+			if c.EngineID != "" {
+				rt.Remove(context.Background(), c.EngineID)
+			}
+		}
+	})
+	return f
+}
+
+func (f *fixture) create(t *testing.T) *sandbox.Container {
+	t.Helper()
+	c, err := f.svc.Create(context.Background(), f.user, sandbox.NewContainer{TemplateID: f.tpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSweepStopsIdleSandboxesAndRemovesExpiredOnes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		c := f.create(t)
+
+		// Activity slides the idle stop forward.
+		f.clock.Add(29 * time.Minute)
+		if _, err := f.svc.Touch(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Add(29 * time.Minute)
+		if err := f.svc.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := f.svc.Get(ctx, f.user, c.ID); got.Status != sandbox.StatusRunning {
+			t.Fatalf("stopped despite activity: %+v", got)
+		}
+		// Past the idle timeout: stopped, in the engine too.
+		f.clock.Add(2 * time.Minute)
+		if err := f.svc.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.svc.Get(ctx, f.user, c.ID)
+		if got.Status != sandbox.StatusStopped || !strings.Contains(got.StatusDetail, "without activity") {
+			t.Fatalf("after idle: %+v", got)
+		}
+		if st, err := f.rt.Inspect(ctx, got.EngineID); err != nil || st.Running {
+			t.Fatalf("engine state %+v %v", st, err)
+		}
+		// The lifetime is a hard cap: removed, row and engine container.
+		f.clock.Add(4 * time.Hour)
+		if err := f.svc.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Get(ctx, f.user, c.ID); !errors.Is(err, sandbox.ErrContainerNotFound) {
+			t.Fatalf("expired sandbox still there: %v", err)
+		}
+		if _, err := f.rt.Inspect(ctx, got.EngineID); !errors.Is(err, sandbox.ErrGone) {
+			t.Fatalf("expired engine container: %v", err)
+		}
+	})
+}
+
+func TestReconcile(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		kept := f.create(t)
+		vanished := f.create(t)
+		if _, err := f.svc.Stop(ctx, f.user, vanished.ID); err != nil { // stay within the running quota
+			t.Fatal(err)
+		}
+		// An engine container of this install with no row: an orphan.
+		orphan, err := f.rt.Create(ctx, sandbox.Spec{Name: "tuxlab-orphan-" + f.svc.Instance(), Image: apitest.TestImage, Cmd: []string{"sleep", "600"},
+			Network: "none", Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: f.svc.Instance(), sandbox.LabelContainer: "999999"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another install's container sharing the engine: not ours to touch.
+		foreign, err := f.rt.Create(ctx, sandbox.Spec{Name: "tuxlab-foreign-" + f.svc.Instance(), Image: apitest.TestImage, Cmd: []string{"sleep", "600"},
+			Network: "none", Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: "someone-else", sandbox.LabelContainer: "999999"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.rt.Remove(ctx, foreign)
+		// A container removed behind tuxlab's back.
+		if err := f.rt.Remove(ctx, vanished.EngineID); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := f.svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.rt.Inspect(ctx, orphan); !errors.Is(err, sandbox.ErrGone) {
+			t.Fatalf("orphan survived: %v", err)
+		}
+		if _, err := f.rt.Inspect(ctx, foreign); err != nil {
+			t.Fatalf("another install's container was touched: %v", err)
+		}
+		got, err := db.FindContainerByID(ctx, vanished.ID)
+		if err != nil || got.Status != sandbox.StatusError || !strings.Contains(got.StatusDetail, "vanished") {
+			t.Fatalf("vanished row: %+v %v", got, err)
+		}
+		if got, _ := db.FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusRunning {
+			t.Fatalf("kept row: %+v", got)
+		}
+		// A broken sandbox cannot be started, and can be deleted.
+		if _, err := f.svc.Start(ctx, f.user, vanished.ID); err == nil {
+			t.Fatal("a vanished sandbox started")
+		}
+		if err := f.svc.Delete(ctx, f.user, vanished.ID); err != nil {
+			t.Fatal(err)
+		}
+		// A container stopped outside tuxlab is reported stopped.
+		if err := f.rt.Stop(ctx, kept.EngineID, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusStopped || got.StoppedAt == nil {
+			t.Fatalf("externally stopped: %+v", got)
+		}
+	})
+}

@@ -7,6 +7,11 @@
 # It installs and starts PostgreSQL when it can (root on Debian) and points the
 # tests at it with TUXLAB_TEST_POSTGRES_URL. Set TUXLAB_TEST_POSTGRES_URL yourself
 # to use another server; set TUXLAB_TEST_NO_POSTGRES=1 to test on SQLite alone.
+#
+# Sandbox tests need a container engine and the busybox sandbox image: the
+# script installs and starts the engine and builds the image when it can, and
+# then sets TUXLAB_TEST_DOCKER=1, which makes a missing engine fail the tests.
+# TUXLAB_TEST_NO_DOCKER=1 skips that set-up (and the sandbox tests skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +60,17 @@ if [ -z "${TUXLAB_TEST_POSTGRES_URL:-}" ] && [ -z "${TUXLAB_TEST_NO_POSTGRES:-}"
 		END $$;
 	SQL
 	export TUXLAB_TEST_POSTGRES_URL="postgres://tuxlab_test:tuxlab_test@127.0.0.1:$port/postgres?sslmode=disable"
+fi
+
+# The container engine and the test image.
+if [ -z "${TUXLAB_TEST_NO_DOCKER:-}" ]; then
+	if ./scripts/ensure-engine.sh && ./scripts/build-images.sh busybox; then
+		export TUXLAB_TEST_DOCKER=1
+	elif [ -n "${CI:-}" ]; then
+		say "CI needs the container engine for the sandbox tests"; exit 1
+	else
+		say "no container engine: the sandbox tests will skip (TUXLAB_TEST_DOCKER is not set)"
+	fi
 fi
 
 if [ -n "${TUXLAB_TEST_POSTGRES_URL:-}" ]; then

@@ -370,7 +370,7 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
 	root := e.CreateUser("root", auth.RoleAdmin)
-	docker, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	docker, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

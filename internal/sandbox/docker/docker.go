@@ -31,7 +31,8 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 // default socket). It does not contact the engine: a missing engine shows up
 // as sandbox.ErrRuntimeUnavailable on each call.
 func New(host string) (*Runtime, error) {
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	// The client negotiates the API version with the engine by default.
+	opts := []client.Opt{client.FromEnv}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}

@@ -94,6 +94,7 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	srv := httptest.NewServer(Validating(t, a.Server, a.Server.OpenAPI()))
 	t.Cleanup(func() {
 		srv.Close()
+		removeEngineContainers(a.Sandboxes.Instance())
 		a.Close()
 	})
 	return &Env{T: t, Engine: eng, Config: cfg, App: a, DB: db, Server: srv, URL: srv.URL,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
 )
 
@@ -41,4 +42,23 @@ func RequireEngine(t testing.TB) *docker.Runtime {
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
+}
+
+// removeEngineContainers removes every engine container labelled with this
+// test server's instance id, so a failed test leaks nothing into the engine.
+func removeEngineContainers(instance string) {
+	rt, err := docker.New(os.Getenv("DOCKER_HOST"))
+	if err != nil {
+		return
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := rt.List(ctx, map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: instance})
+	if err != nil {
+		return // no engine: nothing to clean
+	}
+	for _, in := range list {
+		rt.Remove(ctx, in.EngineID)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"tuxlab/internal/errs"
@@ -16,6 +17,20 @@ type Service struct {
 	store  Store
 	render *Renderer
 	now    func() time.Time
+	cache  curriculumCache
+}
+
+// CacheTTL bounds how stale the cached curriculum may be when another tuxlab
+// process (sharing the database) edits it; edits through this process
+// invalidate the cache at once.
+const CacheTTL = 2 * time.Second
+
+// curriculumCache holds the modules and themes, which every learner reads on
+// every page and admins change rarely.
+type curriculumCache struct {
+	mu      sync.Mutex
+	modules []*Module
+	loaded  time.Time
 }
 
 // NewService returns a Service over store; now is the clock (nil for time.Now).
@@ -28,14 +43,38 @@ func NewService(store Store, now func() time.Time) *Service {
 
 func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Modules returns the curriculum in order and the user's completions.
+// Modules returns the curriculum in order and the user's completions. The
+// modules are shared: callers must not modify them.
 func (s *Service) Modules(ctx context.Context, userID int64) ([]*Module, map[int64]time.Time, error) {
-	modules, err := s.store.FindModules(ctx)
+	modules, err := s.curriculum(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	done, err := s.store.FindCompletions(ctx, userID)
 	return modules, done, err
+}
+
+// curriculum returns the cached modules, reloading them when stale.
+func (s *Service) curriculum(ctx context.Context) ([]*Module, error) {
+	c := &s.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.modules != nil && time.Since(c.loaded) < CacheTTL {
+		return c.modules, nil
+	}
+	modules, err := s.store.FindModules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.modules, c.loaded = modules, time.Now()
+	return modules, nil
+}
+
+// changed drops the cached curriculum after a write.
+func (s *Service) changed() {
+	s.cache.mu.Lock()
+	s.cache.modules = nil
+	s.cache.mu.Unlock()
 }
 
 // ThemeView is a theme with its place in the curriculum and the caller's progress.
@@ -99,6 +138,7 @@ type NewModule struct {
 
 // CreateModule validates and stores a new module.
 func (s *Service) CreateModule(ctx context.Context, n NewModule) (*Module, error) {
+	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
 	}
@@ -124,6 +164,7 @@ func checkDescription(f *errs.Fields, d string) {
 
 // UpdateModule validates and applies the fields given.
 func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*Module, error) {
+	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
 		checkText(&f, []any{"query", "name"}, "Name", *u.Title, MaxTitleLen)
@@ -150,12 +191,14 @@ func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*
 
 // DeleteModule removes a module; one with themes needs cascade.
 func (s *Service) DeleteModule(ctx context.Context, id int64, cascade bool) error {
+	defer s.changed()
 	return s.store.DeleteModule(ctx, id, cascade)
 }
 
 // ReorderModules puts every module in the order of ids, which must name each
 // module exactly once.
 func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
+	defer s.changed()
 	modules, err := s.store.FindModules(ctx)
 	if err != nil {
 		return err
@@ -173,6 +216,7 @@ func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
 // ReorderThemes puts every theme of a module in the order of ids, which must
 // name each of its themes exactly once.
 func (s *Service) ReorderThemes(ctx context.Context, moduleID int64, ids []int64) error {
+	defer s.changed()
 	m, err := s.store.FindModuleByID(ctx, moduleID)
 	if err != nil {
 		return err
@@ -223,6 +267,7 @@ type NewTheme struct {
 
 // CreateTheme validates, renders and stores a new theme.
 func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
+	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
 	}
@@ -259,6 +304,7 @@ func checkMarkdown(f *errs.Fields, md string) {
 
 // UpdateTheme validates and applies the fields given.
 func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Theme, error) {
+	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
 		checkText(&f, []any{"query", "title"}, "Title", *u.Title, MaxTitleLen)
@@ -282,6 +328,7 @@ func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Th
 
 // SetContent replaces a theme's lesson text and re-renders it.
 func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*Content, error) {
+	defer s.changed()
 	var f errs.Fields
 	checkMarkdown(&f, markdown)
 	if err := f.Err(); err != nil {
@@ -297,12 +344,14 @@ func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*C
 
 // DeleteTheme removes a theme and its completions.
 func (s *Service) DeleteTheme(ctx context.Context, id int64) error {
+	defer s.changed()
 	return s.store.DeleteTheme(ctx, id)
 }
 
 // Import reads a curriculum from fsys, renders it and upserts it by slug.
 // progress, when not nil, hears about each step.
 func (s *Service) Import(ctx context.Context, fsys fs.FS, progress func(format string, args ...any)) (ImportReport, error) {
+	defer s.changed()
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}

@@ -149,7 +149,10 @@ var schemas = map[string]any{
 	}),
 	"ContainerList": arrayOf(ref("Container")),
 	"Deleted":       obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
-	"AdminStats": obj([]string{"users", "lessons"}, map[string]any{
+	"AdminStats": obj([]string{"users", "lessons", "sandboxes"}, map[string]any{
+		"sandboxes": obj([]string{"containers", "running", "templates", "engine_available"}, map[string]any{
+			"containers": intSchema, "running": intSchema, "templates": intSchema, "engine_available": boolSchema,
+		}),
 		"lessons": obj([]string{"modules", "themes", "completions"}, map[string]any{"modules": intSchema, "themes": intSchema, "completions": intSchema}),
 		"users": obj([]string{"total", "active", "inactive", "by_role"}, map[string]any{
 			"total": intSchema, "active": intSchema, "inactive": intSchema,

@@ -241,7 +241,7 @@ func (s *Server) containerAction(act func(r *http.Request, a sandbox.Actor, id i
 }
 
 func (s *Server) handleGetContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
-	return s.sandboxes.Get(r.Context(), a, id)
+	return s.sandboxes.Visit(r.Context(), a, id)
 }
 
 func (s *Server) handleStartContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {

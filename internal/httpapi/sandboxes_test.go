@@ -322,6 +322,16 @@ func TestSandboxOwnership(t *testing.T) {
 			t.Fatalf("admin list %+v", list)
 		}
 		e.Get("/api/admin/containers", other.Token).Expect(t, 403)
+		var stats struct {
+			Sandboxes struct {
+				Containers, Running, Templates int
+				EngineAvailable                bool `json:"engine_available"`
+			} `json:"sandboxes"`
+		}
+		e.Get("/api/admin/stats", root.Token).Expect(t, 200).JSON(t, &stats)
+		if s := stats.Sandboxes; s.Containers != 1 || s.Running != 1 || s.Templates != 2 || !s.EngineAvailable {
+			t.Fatalf("sandbox stats %+v", s)
+		}
 		e.Get("/api/containers/"+id, root.Token).Expect(t, 200)
 	})
 }

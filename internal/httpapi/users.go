@@ -9,6 +9,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/sandbox"
 )
 
 // userResponse is a user as the API shows it: never the password hash.
@@ -226,8 +227,9 @@ func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) e
 
 // adminStats is the body of GET /api/admin/stats; later features add sections.
 type adminStats struct {
-	Users   auth.UserStats `json:"users"`
-	Lessons lesson.Stats   `json:"lessons"`
+	Users     auth.UserStats `json:"users"`
+	Lessons   lesson.Stats   `json:"lessons"`
+	Sandboxes sandbox.Stats  `json:"sandboxes"`
 }
 
 func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error {
@@ -237,6 +239,9 @@ func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if st.Lessons, err = s.lessons.Stats(r.Context()); err != nil {
+		return err
+	}
+	if st.Sandboxes, err = s.sandboxes.Stats(r.Context()); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, st)

@@ -105,6 +105,31 @@ func (s *Service) Available(ctx context.Context) bool {
 	return err == nil && rt.Ping(ctx) == nil
 }
 
+// Stats counts sandboxes for the admin statistics.
+type Stats struct {
+	Containers int `json:"containers"`
+	Running    int `json:"running"`
+	Templates  int `json:"templates"`
+	// EngineAvailable says whether the container engine answers now.
+	EngineAvailable bool `json:"engine_available"`
+}
+
+// Stats counts templates and containers, and checks the engine.
+func (s *Service) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	var err error
+	if _, st.Containers, err = s.store.FindContainers(ctx, ContainerFilter{Limit: 1}); err != nil {
+		return st, err
+	}
+	if st.Running, err = s.store.CountRunning(ctx); err != nil {
+		return st, err
+	}
+	ts, err := s.store.FindTemplates(ctx)
+	st.Templates = len(ts)
+	st.EngineAvailable = s.Available(ctx)
+	return st, err
+}
+
 // Templates lists the templates.
 func (s *Service) Templates(ctx context.Context) ([]*Template, error) {
 	return s.store.FindTemplates(ctx)
@@ -326,6 +351,16 @@ func (s *Service) Get(ctx context.Context, a Actor, id int64) (*Container, error
 		return nil, err
 	}
 	return s.refresh(ctx, rt, c)
+}
+
+// Visit is Get for a learner looking at a sandbox: an API call on a running
+// sandbox counts as activity and pushes its idle stop forward.
+func (s *Service) Visit(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.Get(ctx, a, id)
+	if err != nil || c.Status != StatusRunning {
+		return c, err
+	}
+	return s.Touch(ctx, c.ID)
 }
 
 // refresh brings a row in line with the engine's truth.

@@ -171,7 +171,7 @@ smoke() {
 	if ! out=$("$DOCKER" run --rm --network none "$image" "$@" 2>&1); then
 		printf '%s\n' "$out" | sed 's/^/    /' >&2
 		"$DOCKER" image rm "$image" >/dev/null 2>&1 || true
-		die "$image does not work (output above); it was removed. Run again with --force after fixing the cause"
+		die "$image does not work (output above); it was removed. Fix the cause and run again"
 	fi
 	printf '%s\n' "$out" | sed 's/^/    /'
 }
@@ -410,12 +410,6 @@ EOF
 # ---------------------------------------------------------------- main
 check_engine
 
-# One build at a time (tests may call this concurrently): lock this script's file.
-if command -v flock >/dev/null; then
-	exec 9<"$0"
-	flock 9
-fi
-
 todo=()
 case $TARGET in
 busybox) todo=(busybox) ;;
@@ -423,11 +417,26 @@ debian) todo=(debian) ;;
 all) todo=(busybox debian) ;;
 esac
 
+locked=0
 for t in "${todo[@]}"; do
 	case $t in busybox) img=$BUSYBOX_IMAGE ;; debian) img=$DEBIAN_IMAGE ;; esac
 	if [ "$FORCE" = 0 ] && image_present "$img"; then
 		say "[$t] $img already present (use --force to rebuild)"
 		continue
+	fi
+	# One build at a time (the tests may call this concurrently): lock this
+	# script's own file, then look again, in case the run we waited for built it.
+	if [ "$locked" = 0 ] && command -v flock >/dev/null; then
+		exec 9<"$0"
+		if ! flock -n 9; then
+			say "another build-images.sh is running: waiting for it"
+			flock 9
+		fi
+		locked=1
+		if [ "$FORCE" = 0 ] && image_present "$img"; then
+			say "[$t] $img already present (built meanwhile)"
+			continue
+		fi
 	fi
 	if [ -z "$WORK" ]; then
 		WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tuxlab-images.XXXXXX")

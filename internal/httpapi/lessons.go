@@ -104,6 +104,11 @@ func (s *Server) handleTheme(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.writeTheme(w, r, id)
+}
+
+// writeTheme answers with theme id as the caller sees it: neighbours and progress.
+func (s *Server) writeTheme(w http.ResponseWriter, r *http.Request, id int64) error {
 	v, err := s.lessons.Theme(r.Context(), currentUser(r).ID, id)
 	if err != nil {
 		return err
@@ -284,12 +289,7 @@ func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) 
 	if _, err := s.lessons.UpdateTheme(r.Context(), id, u); err != nil {
 		return err
 	}
-	v, err := s.lessons.Theme(r.Context(), currentUser(r).ID, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newThemeResponse(v))
-	return nil
+	return s.writeTheme(w, r, id)
 }
 
 func (s *Server) handleAdminSetThemeContent(w http.ResponseWriter, r *http.Request) error {

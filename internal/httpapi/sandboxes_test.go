@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -597,4 +598,43 @@ func TestTemplateInUseCannotBeDeleted(t *testing.T) {
 	if r := e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/sandbox-templates/%d", tpl), Token: root.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "in use") {
 		t.Fatal(r.Detail())
 	}
+}
+
+func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		var ids []int64
+		for range 2 {
+			c := createSandbox(t, e, u.Token, tpl)
+			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+			ids = append(ids, c.ID)
+		}
+		statuses := make([]int, 2)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", id), Token: u.Token}).Status
+			}()
+		}
+		wg.Wait()
+		slices.Sort(statuses)
+		if statuses[0] != 200 || statuses[1] != 409 {
+			t.Fatalf("statuses %v: want one start and one 409", statuses)
+		}
+		var list []containerBody
+		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		running := 0
+		for _, c := range list {
+			if c.Status == "running" {
+				running++
+			}
+		}
+		if running != 1 {
+			t.Fatalf("%d running after the race: %+v", running, list)
+		}
+	}, func(c *config.Config) { c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = 2, 1 })
 }

@@ -177,6 +177,9 @@ type Store interface {
 	FindContainers(ctx context.Context, f ContainerFilter) ([]*Container, int, error)
 	// UpdateContainer applies change to container id in one transaction.
 	UpdateContainer(ctx context.Context, id int64, change func(c *Container) error) (*Container, error)
+	// UpdateContainerOfUser is UpdateContainer with the user's other containers
+	// in hand, serialised per user like CreateContainer, for quota checks.
+	UpdateContainerOfUser(ctx context.Context, id int64, change func(c *Container, others []*Container) error) (*Container, error)
 	DeleteContainer(ctx context.Context, id int64) error
 	CountRunning(ctx context.Context) (int, error)
 	// Setting and SetSetting keep install-wide values, such as the instance id.

@@ -418,21 +418,38 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkUserRunning(mine); err != nil {
+	if err := s.checkUserRunning(mine); err != nil { // the learner's quota answers first
 		return nil, err
 	}
 	if err := s.checkHostCapacity(ctx); err != nil {
 		return nil, err
 	}
-	rt, _ := s.rt()
-	if err := rt.Start(ctx, c.EngineID); err != nil {
-		return nil, err
-	}
+	// Reserve the start under the user's lock, so concurrent starts cannot pass
+	// the running quota together; undo the reservation if the engine fails.
 	now := s.now()
-	return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+	prevStopped := c.StoppedAt
+	_, err = s.store.UpdateContainerOfUser(ctx, c.ID, func(c *Container, others []*Container) error {
+		if c.Status == StatusRunning {
+			return nil
+		}
+		if err := s.checkUserRunning(others); err != nil {
+			return err
+		}
 		c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	rt, _ := s.rt()
+	if err := rt.Start(ctx, c.EngineID); err != nil {
+		s.store.UpdateContainer(context.WithoutCancel(ctx), c.ID, func(c *Container) error {
+			c.Status, c.StatusDetail, c.StoppedAt = StatusStopped, "The engine could not start this sandbox", prevStopped
+			return nil
+		})
+		return nil, err
+	}
+	return s.store.FindContainerByID(ctx, c.ID)
 }
 
 // Stop stops a running sandbox; stopping a stopped one changes nothing.

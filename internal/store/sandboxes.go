@@ -161,11 +161,7 @@ func timeArg(t *time.Time) any {
 // (SQLite), so two creations by one user cannot both pass a quota.
 func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check func([]*sandbox.Container) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		var uid int64
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+s.dialect.ForUpdate, c.UserID).Scan(&uid); err != nil {
-			return fmt.Errorf("lock user %d: %w", c.UserID, err)
-		}
-		existing, err := queryContainers(ctx, tx, `SELECT `+containerColumns+` FROM containers WHERE user_id = $1 ORDER BY id`, c.UserID)
+		existing, err := s.lockUserContainers(ctx, tx, c.UserID)
 		if err != nil {
 			return err
 		}
@@ -178,6 +174,48 @@ func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check fu
 			c.UserID, c.TemplateID, c.Name, c.EngineID, c.Status, c.StatusDetail, c.CreatedAt.UTC(), timeArg(c.StartedAt),
 			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC()).Scan(&c.ID)
 	})
+}
+
+// lockUserContainers locks the user's row (PostgreSQL; SQLite's write
+// transactions are exclusive already) and returns the user's containers.
+func (s *DB) lockUserContainers(ctx context.Context, tx *sql.Tx, userID int64) ([]*sandbox.Container, error) {
+	var uid int64
+	if err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+s.dialect.ForUpdate, userID).Scan(&uid); err != nil {
+		return nil, fmt.Errorf("lock user %d: %w", userID, err)
+	}
+	return queryContainers(ctx, tx, `SELECT `+containerColumns+` FROM containers WHERE user_id = $1 ORDER BY id`, userID)
+}
+
+// UpdateContainerOfUser applies change to container id with the user's other
+// containers, in one transaction serialised per user.
+func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*sandbox.Container, []*sandbox.Container) error) (*sandbox.Container, error) {
+	c, err := s.FindContainerByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out *sandbox.Container
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		all, err := s.lockUserContainers(ctx, tx, c.UserID)
+		if err != nil {
+			return err
+		}
+		var others []*sandbox.Container
+		for _, o := range all {
+			if o.ID == id {
+				out = o
+			} else {
+				others = append(others, o)
+			}
+		}
+		if out == nil {
+			return sandbox.ErrContainerNotFound
+		}
+		if err := change(out, others); err != nil {
+			return err
+		}
+		return s.writeContainer(ctx, tx, out)
+	})
+	return out, err
 }
 
 type rowQuerier interface {
@@ -241,14 +279,18 @@ func (s *DB) UpdateContainer(ctx context.Context, id int64, change func(*sandbox
 		if err := change(c); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE containers SET name = $1, engine_id = $2, status = $3, status_detail = $4,
-			started_at = $5, stopped_at = $6, expires_at = $7, last_activity_at = $8 WHERE id = $9`,
-			c.Name, c.EngineID, c.Status, c.StatusDetail, timeArg(c.StartedAt), timeArg(c.StoppedAt), c.ExpiresAt.UTC(),
-			c.LastActivityAt.UTC(), id)
 		out = c
-		return err
+		return s.writeContainer(ctx, tx, c)
 	})
 	return out, err
+}
+
+func (s *DB) writeContainer(ctx context.Context, tx *sql.Tx, c *sandbox.Container) error {
+	_, err := tx.ExecContext(ctx, `UPDATE containers SET name = $1, engine_id = $2, status = $3, status_detail = $4,
+		started_at = $5, stopped_at = $6, expires_at = $7, last_activity_at = $8 WHERE id = $9`,
+		c.Name, c.EngineID, c.Status, c.StatusDetail, timeArg(c.StartedAt), timeArg(c.StoppedAt), c.ExpiresAt.UTC(),
+		c.LastActivityAt.UTC(), c.ID)
+	return err
 }
 
 // DeleteContainer removes a container row.

@@ -119,7 +119,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 		return fmt.Errorf("seed sandbox templates: %w", err)
 	}
-	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, Log: a.Log})
+	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox, Log: a.Log})
 	return nil
 }
 

@@ -51,6 +51,7 @@ type Config struct {
 	SandboxMaxLifetime       time.Duration // TUXLAB_SANDBOX_MAX_LIFETIME
 	SandboxReconcileInterval time.Duration // TUXLAB_SANDBOX_RECONCILE_INTERVAL
 	TerminalIdleTimeout      time.Duration // TUXLAB_TERMINAL_IDLE_TIMEOUT
+	TerminalsPerSandbox      int           // TUXLAB_TERMINALS_PER_SANDBOX
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -111,6 +112,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxMaxLifetime = env.duration("TUXLAB_SANDBOX_MAX_LIFETIME", 24*time.Hour)
 	c.SandboxReconcileInterval = env.duration("TUXLAB_SANDBOX_RECONCILE_INTERVAL", time.Minute)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
+	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))

@@ -287,8 +287,14 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a := sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
-	// The shell must outlive this request's handler context only as long as
-	// the socket lives, which Serve manages.
+	if _, err := s.sandboxes.Get(r.Context(), a, id); err != nil {
+		return err // 404 before saying anything about terminals
+	}
+	release, err := s.terminals.Reserve(id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sess, c, err := s.sandboxes.Terminal(r.Context(), a, id, uint(cols), uint(rows))
 	if err != nil {
 		return err

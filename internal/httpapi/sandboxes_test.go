@@ -588,6 +588,34 @@ func TestAdminTemplates(t *testing.T) {
 	})
 }
 
+func TestTerminalsPerSandboxAreCapped(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 2 })
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	first, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := dialTerminal(t, e, c.ID, u.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, resp, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
+		t.Fatalf("third terminal: %v %v", resp, err)
+	}
+	// Closing one frees its place.
+	first.send("exit\n")
+	first.waitFor("ctl:exit")
+	for i := 0; ; i++ {
+		if _, _, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil {
+			break
+		} else if i == 100 {
+			t.Fatalf("no place after a terminal closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestTemplateInUseCannotBeDeleted(t *testing.T) {
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 )
 
@@ -29,6 +30,7 @@ type Options struct {
 	PingInterval  time.Duration // keep-alive pings (default 30s)
 	TouchInterval time.Duration // how often input refreshes the sandbox's activity (default 30s)
 	MaxMessage    int64         // largest frame a client may send (default 64 KiB)
+	MaxPerSandbox int           // terminals open at once on one sandbox (default 8)
 	Now           func() time.Time
 	Log           *slog.Logger
 }
@@ -49,6 +51,9 @@ func (o *Options) defaults() {
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = 64 << 10
 	}
+	if o.MaxPerSandbox <= 0 {
+		o.MaxPerSandbox = 8
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -61,12 +66,36 @@ func (o *Options) defaults() {
 type Bridge struct {
 	sandboxes *sandbox.Service
 	opt       Options
+
+	mu   sync.Mutex
+	open map[int64]int // terminals open per sandbox id
 }
 
 // NewBridge returns a Bridge that records activity on sandboxes.
 func NewBridge(sandboxes *sandbox.Service, o Options) *Bridge {
 	o.defaults()
-	return &Bridge{sandboxes: sandboxes, opt: o}
+	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}}
+}
+
+// Reserve takes one of a sandbox's terminal places, or refuses when all are
+// taken; the caller gives it back with the returned release.
+func (b *Bridge) Reserve(containerID int64) (release func(), err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open[containerID] >= b.opt.MaxPerSandbox {
+		return nil, errs.Errorf(errs.Conflict, "Too many terminals open on this sandbox (at most %d): close one first", b.opt.MaxPerSandbox)
+	}
+	b.open[containerID]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.open[containerID]--; b.open[containerID] <= 0 {
+				delete(b.open, containerID)
+			}
+		})
+	}, nil
 }
 
 // MaxMessage is the read limit to set on accepted connections.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tuxlab/content"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -88,7 +90,27 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
+	a.registerMetrics()
 	return a, nil
+}
+
+// registerMetrics exposes the state of sandboxes and terminals on /metrics.
+func (a *App) registerMetrics() {
+	reg := a.Server.Registry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tuxlab_sandboxes_running", Help: "Sandboxes running (or being created) on this install.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := a.DB.CountRunning(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tuxlab_terminals_open", Help: "Terminal WebSockets open on this process.",
+	}, func() float64 { return float64(a.Terminals.Open()) }))
 }
 
 // openSandboxes sets up the sandbox service on the configured engine. A missing

@@ -603,6 +603,12 @@ func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 	if _, resp, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
 		t.Fatalf("third terminal: %v %v", resp, err)
 	}
+	metrics := string(e.Get("/metrics", "").Expect(t, 200).Body)
+	for _, want := range []string{"tuxlab_terminals_open 2", "tuxlab_sandboxes_running 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 	// Closing one frees its place.
 	first.send("exit\n")
 	first.waitFor("ctl:exit")

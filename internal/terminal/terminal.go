@@ -77,6 +77,17 @@ func NewBridge(sandboxes *sandbox.Service, o Options) *Bridge {
 	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}}
 }
 
+// Open counts the terminals open now, for metrics.
+func (b *Bridge) Open() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, v := range b.open {
+		n += v
+	}
+	return n
+}
+
 // Reserve takes one of a sandbox's terminal places, or refuses when all are
 // taken; the caller gives it back with the returned release.
 func (b *Bridge) Reserve(containerID int64) (release func(), err error) {

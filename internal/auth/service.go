@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
-	"math"
 	"strings"
 	"time"
 
@@ -267,13 +265,4 @@ func (s *Service) EnsureAdmin(ctx context.Context, n NewUser) (bool, error) {
 		return false, err
 	}
 	return true, nil
-}
-
-// RetryAfterSeconds rounds a wait up to whole seconds for the Retry-After header.
-func RetryAfterSeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
-
-// IsRateLimited reports whether err is a rate-limit refusal.
-func IsRateLimited(err error) bool {
-	var e *errs.Error
-	return errors.As(err, &e) && e.Kind == errs.TooManyRequests
 }

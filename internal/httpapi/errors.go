@@ -3,10 +3,11 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
-	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	}
 	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(auth.RetryAfterSeconds(e.RetryAfter)))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.RetryAfter)))
 	}
 	body := map[string]any{}
 	for k, v := range e.Extra {
@@ -72,3 +73,6 @@ var (
 	errNotFound     = fail(errs.NotFound, "Not Found")
 	errBodyTooLarge = fail(errs.TooLarge, "Request body too large")
 )
+
+// retryAfterSeconds rounds a wait up to whole seconds, at least one, for Retry-After.
+func retryAfterSeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }

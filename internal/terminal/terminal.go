@@ -109,9 +109,6 @@ func (b *Bridge) Reserve(containerID int64) (release func(), err error) {
 	}, nil
 }
 
-// MaxMessage is the read limit to set on accepted connections.
-func (b *Bridge) MaxMessage() int64 { return b.opt.MaxMessage }
-
 // control is a text frame.
 type control struct {
 	Type    string `json:"type"`

@@ -504,16 +504,24 @@ func TestSandboxesSurviveRestart(t *testing.T) {
 	})
 }
 
+// openTerminal starts a server configured by opt, creates a BusyBox sandbox
+// for a new learner and opens a terminal on it.
+func openTerminal(t *testing.T, opt apitest.Option) *termClient {
+	t.Helper()
+	e := apitest.New(t, "sqlite", opt)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
 func TestTerminalWarnsBeforeItEnds(t *testing.T) {
 	apitest.RequireEngine(t)
 	t.Run("idle", func(t *testing.T) {
-		e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalIdleTimeout = 2 * time.Second })
-		u := e.CreateUser("learner", auth.RoleStudent)
-		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tc := openTerminal(t, func(c *config.Config) { c.TerminalIdleTimeout = 2 * time.Second })
 		tc.waitFor("ctl:expiring")
 		m := tc.ctl[len(tc.ctl)-1]
 		if m["reason"] != "idle" {
@@ -530,13 +538,7 @@ func TestTerminalWarnsBeforeItEnds(t *testing.T) {
 		}
 	})
 	t.Run("lifetime", func(t *testing.T) {
-		e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxLifetime = 30 * time.Second })
-		u := e.CreateUser("learner", auth.RoleStudent)
-		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tc := openTerminal(t, func(c *config.Config) { c.SandboxMaxLifetime = 30 * time.Second })
 		tc.waitFor("ctl:expiring")
 		m := tc.ctl[len(tc.ctl)-1]
 		if secs, ok := m["seconds"].(float64); m["reason"] != "lifetime" || !ok || secs > 30 {

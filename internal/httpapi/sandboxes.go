@@ -287,7 +287,8 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a := sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
-	if _, err := s.sandboxes.Get(r.Context(), a, id); err != nil {
+	c, err := s.sandboxes.Get(r.Context(), a, id)
+	if err != nil {
 		return err // 404 before saying anything about terminals
 	}
 	release, err := s.terminals.Reserve(id)
@@ -295,7 +296,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	sess, c, err := s.sandboxes.Terminal(r.Context(), a, id, uint(cols), uint(rows))
+	sess, c, err := s.sandboxes.Terminal(r.Context(), c, uint(cols), uint(rows))
 	if err != nil {
 		return err
 	}

@@ -516,12 +516,9 @@ func (s *Service) Deadline(c *Container) (time.Time, string) {
 	return idle, "idle"
 }
 
-// Terminal opens a shell with a TTY in the actor's running sandbox.
-func (s *Service) Terminal(ctx context.Context, a Actor, id int64, cols, rows uint) (Session, *Container, error) {
-	c, err := s.Get(ctx, a, id)
-	if err != nil {
-		return nil, nil, err
-	}
+// Terminal opens a shell with a TTY in sandbox c, which the caller got from
+// Get (so ownership is checked and its state is the engine's); it must be running.
+func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (Session, *Container, error) {
 	if c.Status != StatusRunning {
 		return nil, nil, ErrNotRunning
 	}
@@ -590,7 +587,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 		}
 	}
 	var errList []error
+	listed := make(map[string]Instance, len(instances))
 	for _, in := range instances {
+		listed[in.EngineID] = in
 		if byEngine[in.EngineID] == nil {
 			// A row may still be creating this container: give it a grace period.
 			if id, err := strconv.ParseInt(in.Labels[LabelContainer], 10, 64); err == nil {
@@ -607,7 +606,11 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	for _, c := range rows {
 		switch {
 		case c.EngineID != "":
-			// refresh marks a vanished container and follows the engine's state.
+			// The list already tells which containers run; only a container that
+			// vanished or changed state needs refresh (an inspect) to record why.
+			if in, ok := listed[c.EngineID]; ok && in.State.Running == (c.Status == StatusRunning) && c.Status != StatusError {
+				continue
+			}
 			if _, err := s.refresh(ctx, rt, c); err != nil {
 				errList = append(errList, err)
 			}

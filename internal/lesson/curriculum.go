@@ -55,6 +55,27 @@ func (r ImportReport) String() string {
 // The file layout: DIR/NN-module-slug/module.md and DIR/NN-module-slug/NN-theme.md.
 const moduleFileName = "module.md"
 
+// ExamsDir and LabsDir are directories of a curriculum that hold exams and
+// laboratories of no module, not modules.
+const (
+	ExamsDir = "exams"
+	LabsDir  = "labs"
+)
+
+// ModuleSlugOf reads the slug of the module in directory dir of fsys.
+func ModuleSlugOf(fsys fs.FS, dir string) (string, error) {
+	p := path.Join(dir, moduleFileName)
+	b, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return "", fmt.Errorf("%s: missing %s", dir, moduleFileName)
+	}
+	kv, _, err := parseFrontMatter(p, string(b), "slug", "title", "order")
+	if err != nil {
+		return "", err
+	}
+	return kv["slug"], nil
+}
+
 var frontMatterKey = regexp.MustCompile(`^([a-z_]+):\s*(.*)$`)
 
 // parseFrontMatter splits a file into its front matter (flat key: value lines
@@ -129,7 +150,7 @@ func ReadCurriculum(fsys fs.FS) (*Curriculum, error) {
 		slugs[slug] = where
 	}
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == ExamsDir || e.Name() == LabsDir {
 			continue
 		}
 		m, themeProblems := readModule(fsys, e.Name())

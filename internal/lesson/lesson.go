@@ -173,3 +173,11 @@ func Slugify(title string) string {
 	}
 	return s
 }
+
+// CheckSlug adds a problem at loc unless slug follows the curriculum's slug
+// rules, which labs and exams share.
+func CheckSlug(f *errs.Fields, loc []any, slug string) { checkSlug(f, loc, slug) }
+
+// CheckTitle adds a problem at loc unless title is one non-empty line of at
+// most MaxTitleLen characters.
+func CheckTitle(f *errs.Fields, loc []any, title string) { checkText(f, loc, "Title", title, MaxTitleLen) }

@@ -78,6 +78,7 @@ type Spec struct {
 	Runtime         string
 	CapAdd          []string
 	NoNewPrivileges bool
+	StopSignal      string // what the engine sends to stop it ("" for SIGTERM)
 }
 
 // State is what the engine says about a container.
@@ -102,6 +103,7 @@ type ExecSpec struct {
 	Cmd  []string
 	User string
 	Env  []string
+	Dir  string // working directory ("" for the image's)
 	TTY  bool
 	Cols uint
 	Rows uint
@@ -130,6 +132,10 @@ type Runtime interface {
 	Inspect(ctx context.Context, engineID string) (State, error)
 	List(ctx context.Context, labels map[string]string) ([]Instance, error)
 	Exec(ctx context.Context, engineID string, s ExecSpec) (Session, error)
+	// Run runs a command without a TTY to its end: stdin is fed to it and
+	// then closed, and its stdout and stderr are copied apart. It returns the
+	// exit code. When ctx ends first, Run stops reading and returns ctx's error.
+	Run(ctx context.Context, engineID string, s ExecSpec, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 }
 
 // Errors of the sandbox domain.
@@ -138,7 +144,7 @@ var (
 	ErrGone               = errs.E(errs.NotFound, "Container no longer exists in the engine")
 	ErrContainerNotFound  = errs.E(errs.NotFound, "Container not found")
 	ErrTemplateNotFound   = errs.E(errs.NotFound, "Sandbox template not found")
-	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by containers: delete them first")
+	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by sandboxes, laboratories or exams: delete or change them first")
 	ErrTemplateNameTaken  = errs.E(errs.Conflict, "A sandbox template with this name exists")
 	ErrNotRunning         = errs.E(errs.Conflict, "Container is not running: start it first")
 )

@@ -280,10 +280,13 @@ func (s *Service) spec(t *Template, c *Container) Spec {
 		Name:     fmt.Sprintf("tuxlab-%s-%d", s.instance[:8], c.ID),
 		Image:    t.Image,
 		Hostname: "tuxlab",
-		User:     t.User,
-		// PID 1 waits for SIGTERM so a stop is quick; the engine's init reaps zombies.
-		Cmd: []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"},
-		Env: []string{"TERM=xterm-256color"},
+		// The keep-alive runs as root, so the learner cannot end the sandbox
+		// with `kill 1` (terminals open as t.User). The engine's init is PID 1
+		// and reaps zombies.
+		User:       "0",
+		Cmd:        keepAlive,
+		StopSignal: stopSignal,
+		Env:        []string{"TERM=xterm-256color"},
 		Labels: map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance,
 			LabelContainer: strconv.FormatInt(c.ID, 10), LabelUser: strconv.FormatInt(c.UserID, 10),
@@ -299,6 +302,17 @@ func (s *Service) spec(t *Template, c *Container) Spec {
 		NoNewPrivileges: t.NoNewPrivileges,
 	}
 }
+
+// stopSignal ends a sandbox: SIGRTMIN+3, the signal systemd halts on, so that
+// SIGTERM (a learner's `sudo kill 1`) leaves the sandbox running, as it leaves
+// a real server running.
+const stopSignal = "SIGRTMIN+3"
+
+// keepAlive is the sandbox's main process. tuxlab's images ship tuxlab-idle,
+// which waits without child processes (so `pgrep sleep` in a lesson finds only
+// the learner's) and ignores SIGTERM; other images get a plain shell loop.
+var keepAlive = []string{"/bin/sh", "-c", "[ -x /usr/local/sbin/tuxlab-idle ] && exec /usr/local/sbin/tuxlab-idle; " +
+	"trap 'exit 0' TERM INT 37; while :; do sleep 3600 & wait $!; done"}
 
 // owned returns container id if the actor may see it; another user's container
 // is ErrContainerNotFound, exactly as if it did not exist.

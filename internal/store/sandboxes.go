@@ -106,7 +106,8 @@ func (s *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
 func (s *DB) DeleteTemplate(ctx context.Context, id int64) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE template_id = $1`, id).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM containers WHERE template_id = $1)
+			+ (SELECT count(*) FROM labs WHERE template_id = $1) + (SELECT count(*) FROM exams WHERE template_id = $1)`, id).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {

@@ -100,15 +100,62 @@ func (s *DB) Engine() Engine { return s.dialect.Engine }
 // Ping checks that the database answers; /readyz uses it.
 func (s *DB) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
+// querier is what reads need of a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// q is the transaction ctx carries from InTx, or the pool.
+func (s *DB) q(ctx context.Context) querier {
+	if tx, ok := ctx.Value(txKey{}).(*sql.Tx); ok {
+		return tx
+	}
+	return s.db
+}
+
+// queryAll runs a query and scans every row with scan.
+func queryAll[T any](ctx context.Context, q querier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // SQL returns the pool, for tests and tools that need raw access.
 func (s *DB) SQL() *sql.DB { return s.db }
 
 // now returns the store clock in UTC, to the microsecond both engines keep.
 func (s *DB) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
-// inTx runs fn in a transaction: begin, defer rollback, fn, commit. Side effects
-// outside the database belong after inTx returns, never inside fn.
+// txKey carries the transaction InTx opened.
+type txKey struct{}
+
+// InTx runs fn in one transaction that every store write made with fn's
+// context joins, whatever its domain: an attempt and its activity record
+// commit together or not at all. A nested InTx joins the outer transaction.
+func (s *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(context.WithValue(ctx, txKey{}, tx)) })
+}
+
+// inTx runs fn in a transaction: begin, defer rollback, fn, commit; or in the
+// transaction ctx carries from InTx. Side effects outside the database belong
+// after inTx returns, never inside fn.
 func (s *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if tx, ok := ctx.Value(txKey{}).(*sql.Tx); ok {
+		return fn(tx)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", translate(err))

@@ -55,10 +55,6 @@ func (s *DB) CreateUser(ctx context.Context, u *auth.User) error {
 	return err
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 func userTaken(ctx context.Context, q querier, username, email string) error {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE lower(username) = lower($1)`, username).Scan(&n); err != nil {

@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
@@ -121,6 +123,7 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		Name: s.Name,
 		Config: &container.Config{
 			Image: s.Image, Hostname: s.Hostname, User: s.User, Cmd: s.Cmd, Env: s.Env, Labels: s.Labels,
+			StopSignal: s.StopSignal,
 		},
 		HostConfig: host,
 	})
@@ -195,7 +198,7 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]sandbox
 func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sandbox.Session, error) {
 	size := client.ConsoleSize{Height: s.Rows, Width: s.Cols}
 	created, err := r.c.ExecCreate(ctx, id, client.ExecCreateOptions{
-		User: s.User, TTY: s.TTY, ConsoleSize: size, Env: s.Env, Cmd: s.Cmd,
+		User: s.User, TTY: s.TTY, ConsoleSize: size, Env: s.Env, Cmd: s.Cmd, WorkingDir: s.Dir,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
@@ -206,6 +209,41 @@ func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sand
 		return nil, wrap(err)
 	}
 	return &session{r: r, id: created.ID, conn: att.HijackedResponse}, nil
+}
+
+// Run runs a command without a TTY: the engine multiplexes stdout and stderr
+// on one stream, which stdcopy takes apart again.
+func (r *Runtime) Run(ctx context.Context, id string, s sandbox.ExecSpec, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	s.TTY = false
+	created, err := r.c.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User: s.User, Env: s.Env, Cmd: s.Cmd, WorkingDir: s.Dir,
+		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return -1, wrap(err)
+	}
+	att, err := r.c.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return -1, wrap(err)
+	}
+	conn := att.HijackedResponse
+	defer conn.Close()
+	// Closing the connection is what unblocks a read when ctx ends.
+	stop := context.AfterFunc(ctx, conn.Close)
+	defer stop()
+	if stdin != nil {
+		go func() {
+			io.Copy(conn.Conn, stdin)
+			conn.CloseWrite() // end of input: the command reads EOF
+		}()
+	}
+	if _, err := stdcopy.StdCopy(stdout, stderr, conn.Reader); err != nil && ctx.Err() == nil {
+		return -1, wrap(err)
+	}
+	if ctx.Err() != nil {
+		return -1, ctx.Err()
+	}
+	return (&session{r: r, id: created.ID}).Wait(ctx)
 }
 
 // session is an attached exec. With a TTY the stream is raw terminal bytes.

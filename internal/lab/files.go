@@ -1,0 +1,288 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
+)
+
+// FileName is a lab's file inside its module's directory. Labs that belong
+// to no module live in the curriculum's labs directory as SLUG.yaml.
+const FileName = "lab.yaml"
+
+// LabsDir is where labs of no module live.
+const LabsDir = lesson.LabsDir
+
+// File is a lab as its YAML file describes it (docs/labs-and-exams-format.md).
+type File struct {
+	Slug             string      `yaml:"slug"`
+	Title            string      `yaml:"title"`
+	Module           string      `yaml:"module,omitempty"` // slug; implied by the directory of a module
+	Description      string      `yaml:"description"`
+	Template         string      `yaml:"template"`
+	TimeLimitMinutes int         `yaml:"time_limit_minutes"`
+	PassingScore     *int        `yaml:"passing_score,omitempty"`
+	Setup            string      `yaml:"setup,omitempty"`
+	Solution         string      `yaml:"solution,omitempty"`
+	Tasks            []TaskInput `yaml:"tasks"`
+	Path             string      `yaml:"-"` // where it was read from, for messages
+}
+
+// ReadFiles reads every lab of a curriculum directory: DIR/*/lab.yaml, whose
+// module is the directory's, and DIR/labs/*.yaml.
+func ReadFiles(fsys fs.FS) ([]*File, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, err
+	}
+	var files []*File
+	var problems []string
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		var paths []string
+		if e.Name() == LabsDir {
+			paths, _ = fs.Glob(fsys, path.Join(LabsDir, "*.yaml"))
+		} else if _, err := fs.Stat(fsys, path.Join(e.Name(), FileName)); err == nil {
+			paths = []string{path.Join(e.Name(), FileName)}
+		}
+		for _, p := range paths {
+			f, err := readFile(fsys, p)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			if e.Name() != LabsDir {
+				slug, err := lesson.ModuleSlugOf(fsys, e.Name())
+				if err != nil {
+					problems = append(problems, err.Error())
+					continue
+				}
+				if f.Module != "" && f.Module != slug {
+					problems = append(problems, fmt.Sprintf("%s: module %q differs from its directory's module %q", p, f.Module, slug))
+				}
+				f.Module = slug
+			}
+			files = append(files, f)
+		}
+	}
+	seen := map[string]string{}
+	for _, f := range files {
+		if prev, ok := seen[f.Slug]; ok {
+			problems = append(problems, fmt.Sprintf("%s: slug %q already used by %s", f.Path, f.Slug, prev))
+		}
+		seen[f.Slug] = f.Path
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("laboratories have %d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return files, nil
+}
+
+func readFile(fsys fs.FS, p string) (*File, error) {
+	b, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true) // a misspelt key is an error, not a silently missing field
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	f.Path = p
+	// Validate now, so a bad file is reported with its path before anything is written.
+	in := f.input(1, 1)
+	if err := in.apply(&Lab{}); err != nil {
+		return nil, fmt.Errorf("%s: %s", p, describe(err))
+	}
+	if f.Template == "" {
+		return nil, fmt.Errorf("%s: template: the name of a sandbox template is required", p)
+	}
+	return &f, nil
+}
+
+// describe renders validation problems as "field: message" lines.
+func describe(err error) string {
+	var e *errs.Error
+	if !errors.As(err, &e) || len(e.Fields) == 0 {
+		return err.Error()
+	}
+	var lines []string
+	for _, fe := range e.Fields {
+		var parts []string
+		for _, l := range fe.Loc {
+			parts = append(parts, fmt.Sprint(l))
+		}
+		lines = append(lines, strings.Join(parts, ".")+": "+fe.Msg)
+	}
+	return strings.Join(lines, "; ")
+}
+
+// input turns a file into the Input of a create or update.
+func (f *File) input(moduleID, templateID int64) Input {
+	passing := DefaultPassing
+	if f.PassingScore != nil {
+		passing = *f.PassingScore
+	}
+	tasks := f.Tasks
+	if tasks == nil {
+		tasks = []TaskInput{}
+	}
+	return Input{Slug: &f.Slug, Title: &f.Title, Description: &f.Description, Setup: &f.Setup, Solution: &f.Solution,
+		ModuleID: &moduleID, TemplateID: &templateID, TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing, Tasks: tasks}
+}
+
+// ImportReport counts what an import did.
+type ImportReport struct{ Created, Updated, Unchanged int }
+
+func (r ImportReport) String() string {
+	return fmt.Sprintf("laboratories: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
+}
+
+// Import upserts labs by slug; importing the same files twice changes nothing.
+func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
+	var r ImportReport
+	for _, f := range files {
+		var moduleID int64
+		if f.Module != "" {
+			id, err := s.store.ModuleIDBySlug(ctx, f.Module)
+			if err != nil {
+				return r, fmt.Errorf("%s: module %q: %w", f.Path, f.Module, err)
+			}
+			moduleID = id
+		}
+		templateID, err := s.store.TemplateIDByName(ctx, f.Template)
+		if err != nil {
+			return r, fmt.Errorf("%s: sandbox template %q: %w", f.Path, f.Template, err)
+		}
+		in := f.input(moduleID, templateID)
+		old, err := s.store.FindLabBySlug(ctx, f.Slug)
+		switch {
+		case errors.Is(err, ErrLabNotFound):
+			if _, err := s.Create(ctx, in); err != nil {
+				return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+			}
+			r.Created++
+			continue
+		case err != nil:
+			return r, err
+		}
+		next := *old
+		next.Tasks = append([]*Task(nil), old.Tasks...)
+		if err := in.apply(&next); err != nil {
+			return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+		}
+		if sameLab(old, &next) {
+			r.Unchanged++
+			continue
+		}
+		if _, err := s.Update(ctx, old.ID, in); err != nil {
+			return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+		}
+		r.Updated++
+	}
+	return r, nil
+}
+
+func sameLab(a, b *Lab) bool {
+	ta, tb := *a, *b
+	ta.CreatedAt, ta.UpdatedAt, tb.CreatedAt, tb.UpdatedAt = b.CreatedAt, b.UpdatedAt, b.CreatedAt, b.UpdatedAt
+	return reflect.DeepEqual(&ta, &tb)
+}
+
+// Export writes every lab into dir, a curriculum the lesson export has just
+// written: a module's lab beside its module.md, the others in dir/labs.
+func (s *Service) Export(ctx context.Context, dir string) (int, error) {
+	labs, err := s.store.FindLabs(ctx, Filter{})
+	if err != nil {
+		return 0, err
+	}
+	moduleDirs, err := moduleDirectories(dir)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range labs {
+		f, err := s.file(ctx, l)
+		if err != nil {
+			return 0, err
+		}
+		target := filepath.Join(dir, LabsDir, l.Slug+".yaml")
+		if d, ok := moduleDirs[f.Module]; ok {
+			target = filepath.Join(dir, d, FileName)
+			f.Module = "" // implied by the directory
+		}
+		if err := writeYAML(target, f); err != nil {
+			return 0, err
+		}
+	}
+	return len(labs), nil
+}
+
+func (s *Service) file(ctx context.Context, l *Lab) (*File, error) {
+	tmpl, err := s.store.TemplateNameByID(ctx, l.TemplateID)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Slug: l.Slug, Title: l.Title, Description: l.Description, Template: tmpl, TimeLimitMinutes: l.TimeLimitMinutes,
+		PassingScore: &l.PassingScore, Setup: l.Setup, Solution: l.Solution, Tasks: make([]TaskInput, len(l.Tasks))}
+	if l.ModuleID != nil {
+		if f.Module, err = s.store.ModuleSlugByID(ctx, *l.ModuleID); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range l.Tasks {
+		f.Tasks[i] = TaskInput{Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Check: t.Check}
+	}
+	return f, nil
+}
+
+// moduleDirectories maps module slugs to their directories under dir.
+func moduleDirectories(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	fsys := os.DirFS(dir)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if slug, err := lesson.ModuleSlugOf(fsys, e.Name()); err == nil {
+			out[slug] = e.Name()
+		}
+	}
+	return out, nil
+}
+
+// writeYAML writes v as YAML to p, creating its directory.
+func writeYAML(p string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	enc.Close()
+	return os.WriteFile(p, b.Bytes(), 0o644)
+}

@@ -1,0 +1,122 @@
+// Package lab provides laboratories: practical tasks of a module (a
+// "section"), each checked by a hidden script run as root inside the
+// learner's sandbox. A learner starts an attempt (which provisions a sandbox
+// from the lab's template and runs the lab's setup script), checks progress as
+// often as the rate limit allows, and submits once. Scripts and solutions are
+// for admins only; learners see titles, descriptions, hints, and per task
+// whether it passed with the check's FAIL: reason.
+package lab
+
+import (
+	"context"
+	"time"
+
+	"tuxlab/internal/attempt"
+	"tuxlab/internal/errs"
+)
+
+// Lab is a laboratory.
+type Lab struct {
+	ID               int64
+	Slug             string
+	ModuleID         *int64 // the section it belongs to, if any
+	TemplateID       int64  // the sandbox template it runs in
+	Title            string
+	Description      string // Markdown
+	TimeLimitMinutes int
+	PassingScore     int    // percent of points
+	Setup            string // run as root in the fresh sandbox; admins only
+	Solution         string // solves every task, run as the learner; admins only
+	Tasks            []*Task
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Task is one thing a learner must get done.
+type Task struct {
+	ID          int64
+	Position    int // 0-based order in the lab
+	Title       string
+	Description string // Markdown
+	Hint        string
+	Points      int
+	Check       string // exit 0 means passed; admins only
+}
+
+// MaxPoints is the sum of the tasks' points.
+func (l *Lab) MaxPoints() int {
+	n := 0
+	for _, t := range l.Tasks {
+		n += t.Points
+	}
+	return n
+}
+
+// Attempt is one learner's go at a lab.
+type Attempt struct {
+	attempt.Attempt
+	LabID       int64
+	ContainerID *int64 // the sandbox provisioned for it; nil once deleted
+	Results     []TaskResult
+	Checks      int // how many times the learner checked
+	LastCheckAt *time.Time
+}
+
+// TaskResult is how one task fared at a check or at submission.
+type TaskResult struct {
+	TaskID   int64    `json:"task_id"`
+	Position int      `json:"position"`
+	Title    string   `json:"title"`
+	Passed   bool     `json:"passed"`
+	Points   int      `json:"points"`   // earned
+	Feedback []string `json:"feedback"` // the check's FAIL: lines, for the learner
+	// For admins only.
+	ExitCode int    `json:"exit_code"`
+	TimedOut bool   `json:"timed_out"`
+	Output   string `json:"output"`
+}
+
+// Errors of the lab domain.
+var (
+	ErrLabNotFound     = errs.E(errs.NotFound, "Laboratory not found")
+	ErrAttemptNotFound = errs.E(errs.NotFound, "Attempt not found")
+	ErrSlugTaken       = errs.E(errs.Conflict, "A laboratory with this slug exists")
+	ErrModuleHasLab    = errs.E(errs.Conflict, "This module already has a laboratory")
+	ErrNoOpenAttempt   = errs.E(errs.Conflict, "No attempt of this laboratory is in progress: start it first")
+	ErrHasAttempts     = errs.E(errs.Conflict, "Learners have attempts of this laboratory: delete with cascade=true to remove them too")
+)
+
+// Filter selects labs.
+type Filter struct {
+	ModuleID *int64
+}
+
+// Store keeps labs and attempts. Missing rows are ErrLabNotFound or
+// ErrAttemptNotFound; a second open attempt of one user and lab is
+// attempt.ErrOpen (its id found with FindOpenAttempt).
+type Store interface {
+	FindLabs(ctx context.Context, f Filter) ([]*Lab, error)
+	FindLabByID(ctx context.Context, id int64) (*Lab, error)
+	FindLabBySlug(ctx context.Context, slug string) (*Lab, error)
+	// CreateLab inserts l and its tasks, setting their ids.
+	CreateLab(ctx context.Context, l *Lab) error
+	// UpdateLab stores l; tasks are matched by position, so their ids stay
+	// while the lab keeps as many.
+	UpdateLab(ctx context.Context, l *Lab) error
+	// DeleteLab removes a lab; with attempts, only when cascade is set.
+	DeleteLab(ctx context.Context, id int64, cascade bool) error
+	CountAttempts(ctx context.Context, labID int64) (int, error)
+
+	CreateAttempt(ctx context.Context, a *Attempt) error
+	FindAttemptByID(ctx context.Context, id int64) (*Attempt, error)
+	FindOpenAttempt(ctx context.Context, labID, userID int64) (*Attempt, error)
+	// UpdateAttempt applies change to attempt id in one transaction, the row locked.
+	UpdateAttempt(ctx context.Context, id int64, change func(a *Attempt) error) (*Attempt, error)
+	DeleteAttempt(ctx context.Context, id int64) error
+
+	// Names the files use, resolved to ids.
+	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
+	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	TemplateIDByName(ctx context.Context, name string) (int64, error)
+	TemplateNameByID(ctx context.Context, id int64) (string, error)
+}

@@ -1,0 +1,225 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"tuxlab/internal/errs"
+)
+
+// Script is a program to run in a sandbox without a terminal: a lab's setup,
+// a check, a solution. It is fed on standard input to the interpreter its
+// "#!" line names (/bin/sh without one), so its text never shows in `ps` and
+// no file of it is left behind.
+type Script struct {
+	Text    string
+	AsRoot  bool          // root, or the template's user (in its home)
+	Timeout time.Duration // default DefaultScriptTimeout; at most MaxScriptTimeout
+	// OutputCap bounds what is kept of each stream; the rest is read and
+	// dropped. Default DefaultOutputCap.
+	OutputCap int
+}
+
+// Limits of scripts.
+const (
+	DefaultScriptTimeout = 10 * time.Second
+	MaxScriptTimeout     = 10 * time.Minute
+	DefaultOutputCap     = 64 << 10
+	MaxScriptBytes       = 64 << 10
+)
+
+// Result is how a script ended.
+type Result struct {
+	ExitCode  int
+	Stdout    string
+	Stderr    string
+	Truncated bool // output beyond the cap was dropped
+	TimedOut  bool // killed at its timeout; ExitCode is then -1
+	Duration  time.Duration
+}
+
+// OK reports whether the script ran to its end with exit code 0.
+func (r *Result) OK() bool { return !r.TimedOut && r.ExitCode == 0 }
+
+// ErrScriptTooLarge refuses a script over MaxScriptBytes.
+var ErrScriptTooLarge = errs.Errorf(errs.Invalid, "A script must be at most %d bytes", MaxScriptBytes)
+
+// Exec runs a script in the actor's running sandbox id. Ownership is checked
+// as everywhere (another user's sandbox is ErrContainerNotFound); a stopped
+// sandbox is ErrNotRunning. The script is killed at its timeout inside the
+// sandbox too, so a check that hangs cannot outlive its request.
+func (s *Service) Exec(ctx context.Context, a Actor, id int64, sc Script) (*Result, error) {
+	c, err := s.Get(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecIn(ctx, c, sc)
+}
+
+// ExecIn is Exec on a container the caller already holds (from Get, Create or
+// Start, so ownership is checked).
+func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result, error) {
+	if c.Status != StatusRunning {
+		return nil, ErrNotRunning
+	}
+	if len(sc.Text) > MaxScriptBytes {
+		return nil, ErrScriptTooLarge
+	}
+	if sc.Timeout <= 0 {
+		sc.Timeout = DefaultScriptTimeout
+	}
+	sc.Timeout = min(sc.Timeout, MaxScriptTimeout)
+	if sc.OutputCap <= 0 {
+		sc.OutputCap = DefaultOutputCap
+	}
+	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := s.rt()
+	if err != nil {
+		return nil, err
+	}
+	spec := scriptSpec(t, sc)
+	stdout, stderr := &capped{max: sc.OutputCap}, &capped{max: sc.OutputCap}
+	// The engine-side timeout kills the script; the context gives it a moment
+	// more to report, and is the last word if the image has no timeout(1).
+	rctx, cancel := context.WithTimeout(ctx, sc.Timeout+3*time.Second)
+	defer cancel()
+	start := time.Now()
+	code, err := rt.Run(rctx, c.EngineID, spec, strings.NewReader(sc.Text), stdout, stderr)
+	res := &Result{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String(),
+		Truncated: stdout.dropped || stderr.dropped, Duration: time.Since(start)}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		res.TimedOut, res.ExitCode = true, -1
+	case err != nil:
+		return nil, err
+	case code == 137 && res.Duration >= sc.Timeout: // SIGKILL from timeout(1)
+		res.TimedOut, res.ExitCode = true, -1
+	}
+	if _, err := s.Touch(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		return nil, err
+	}
+	return res, nil
+}
+
+// scriptSpec is the exec that runs sc in a sandbox of template t.
+func scriptSpec(t *Template, sc Script) ExecSpec {
+	user, home := t.User, "/home/"+t.User
+	if t.User == "root" || t.User == "" {
+		user, home = "root", "/root"
+	}
+	runAs, dir := user, home
+	if sc.AsRoot {
+		runAs, dir = "root", "/"
+	}
+	secs := strconv.Itoa(int((sc.Timeout + time.Second - 1) / time.Second))
+	cmd := append([]string{"timeout", "-s", "KILL", secs}, Interpreter(sc.Text)...)
+	env := []string{"TUXLAB_USER=" + user, "TUXLAB_HOME=" + home, "LC_ALL=C.UTF-8"}
+	if !sc.AsRoot {
+		env = append(env, "HOME="+home, "USER="+user, "LOGNAME="+user)
+	}
+	return ExecSpec{Cmd: cmd, User: runAs, Dir: dir, Env: env}
+}
+
+// Interpreter is the command a script is fed to: the program and arguments
+// of its "#!" line, or /bin/sh.
+func Interpreter(script string) []string {
+	first, _, _ := strings.Cut(script, "\n")
+	if rest, ok := strings.CutPrefix(first, "#!"); ok {
+		if f := strings.Fields(rest); len(f) > 0 && path.IsAbs(f[0]) {
+			return f
+		}
+	}
+	return []string{"/bin/sh"}
+}
+
+// capped keeps the first max bytes written to it and drops the rest, so a
+// script printing without end costs memory only up to its cap.
+type capped struct {
+	buf     []byte
+	max     int
+	dropped bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	if len(c.buf)+len(p) > c.max {
+		c.dropped = true
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return strings.ToValidUTF8(string(c.buf), "\uFFFD") }
+
+// Failures returns the lines of a check's output that start with "FAIL: ",
+// without the prefix: the reasons shown to a learner. At most max are kept.
+func Failures(stdout string, max int) []string {
+	var out []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if reason, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "FAIL: "); ok {
+			if reason = strings.TrimSpace(reason); reason != "" {
+				out = append(out, truncate(reason, 300))
+				if len(out) == max {
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// String describes a result in one line, for logs.
+func (r *Result) String() string {
+	return fmt.Sprintf("exit %d, timed out %t, %d+%d bytes, %s", r.ExitCode, r.TimedOut, len(r.Stdout), len(r.Stderr), r.Duration.Round(time.Millisecond))
+}
+
+// Verdict reads a check's result by its contract: exit 0 means passed; the
+// lines it printed starting "FAIL: " are the reasons shown to the learner (at
+// most three). A failed check that gave no reason gets a general one.
+func (r *Result) Verdict() (passed bool, feedback []string) {
+	if r.OK() {
+		return true, []string{}
+	}
+	if r.TimedOut {
+		return false, []string{"The check took too long and was stopped"}
+	}
+	feedback = Failures(r.Stdout, 3)
+	if len(feedback) == 0 {
+		feedback = []string{"Not done yet"}
+	}
+	return false, feedback
+}
+
+// Transcript is the whole of a script's output with its exit status, for admins.
+func (r *Result) Transcript() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit code %d", r.ExitCode)
+	if r.TimedOut {
+		b.WriteString(" (killed at its timeout)")
+	}
+	if r.Truncated {
+		b.WriteString(" (output capped)")
+	}
+	b.WriteString("\n--- stdout ---\n")
+	b.WriteString(r.Stdout)
+	b.WriteString("\n--- stderr ---\n")
+	b.WriteString(r.Stderr)
+	return b.String()
+}

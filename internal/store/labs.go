@@ -1,0 +1,354 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"tuxlab/internal/attempt"
+	"tuxlab/internal/errs"
+	"tuxlab/internal/lab"
+	"tuxlab/internal/lesson"
+)
+
+// LabStore keeps laboratories, their tasks and attempts.
+type LabStore struct{ *DB }
+
+// Labs returns the laboratories' store over the shared pool.
+func (s *DB) Labs() *LabStore { return &LabStore{s} }
+
+var _ lab.Store = (*LabStore)(nil)
+
+const (
+	labColumns = `id, slug, module_id, template_id, title, description, time_limit_minutes, passing_score,
+	setup_script, solution, created_at, updated_at`
+	taskColumns       = `id, lab_id, position, title, description, hint, points, check_script`
+	labAttemptColumns = `id, lab_id, user_id, container_id, status, started_at, expires_at, finished_at, grading_since,
+	points, max_points, score, passed, results, checks, last_check_at`
+)
+
+func scanLab(row scanner) (*lab.Lab, error) {
+	var (
+		l      lab.Lab
+		module sql.NullInt64
+	)
+	err := row.Scan(&l.ID, &l.Slug, &module, &l.TemplateID, &l.Title, &l.Description, &l.TimeLimitMinutes, &l.PassingScore,
+		&l.Setup, &l.Solution, &l.CreatedAt, &l.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, lab.ErrLabNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.ModuleID = nullInt(module)
+	l.CreatedAt, l.UpdatedAt = l.CreatedAt.UTC(), l.UpdatedAt.UTC()
+	l.Tasks = []*lab.Task{}
+	return &l, nil
+}
+
+type taskRow struct {
+	labID int64
+	*lab.Task
+}
+
+func scanTask(row scanner) (taskRow, error) {
+	t := taskRow{Task: &lab.Task{}}
+	err := row.Scan(&t.ID, &t.labID, &t.Position, &t.Title, &t.Description, &t.Hint, &t.Points, &t.Check)
+	return t, err
+}
+
+func scanLabAttempt(row scanner) (*lab.Attempt, error) {
+	var (
+		a                         lab.Attempt
+		container                 sql.NullInt64
+		finished, grading, lastCk sql.NullTime
+		results                   string
+	)
+	err := row.Scan(&a.ID, &a.LabID, &a.UserID, &container, &a.Status, &a.StartedAt, &a.ExpiresAt, &finished, &grading,
+		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &results, &a.Checks, &lastCk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, lab.ErrAttemptNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(results), &a.Results); err != nil {
+		return nil, fmt.Errorf("lab attempt %d results: %w", a.ID, err)
+	}
+	a.ContainerID = nullInt(container)
+	a.StartedAt, a.ExpiresAt = a.StartedAt.UTC(), a.ExpiresAt.UTC()
+	a.FinishedAt, a.GradingSince, a.LastCheckAt = nullTime(finished), nullTime(grading), nullTime(lastCk)
+	return &a, nil
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+func intArg(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+// FindLabs returns labs with their tasks, by id.
+func (s *LabStore) FindLabs(ctx context.Context, f lab.Filter) ([]*lab.Lab, error) {
+	q, args := `SELECT `+labColumns+` FROM labs`, []any{}
+	if f.ModuleID != nil {
+		q, args = q+` WHERE module_id = $1`, append(args, *f.ModuleID)
+	}
+	labs, err := queryAll(ctx, s.q(ctx), scanLab, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return labs, s.attachTasks(ctx, labs)
+}
+
+// attachTasks reads the tasks of labs in one query.
+func (s *LabStore) attachTasks(ctx context.Context, labs []*lab.Lab) error {
+	if len(labs) == 0 {
+		return nil
+	}
+	byID := map[int64]*lab.Lab{}
+	for _, l := range labs {
+		byID[l.ID] = l
+	}
+	q, args := `SELECT `+taskColumns+` FROM lab_tasks ORDER BY lab_id, position`, []any{}
+	if len(labs) == 1 {
+		q, args = `SELECT `+taskColumns+` FROM lab_tasks WHERE lab_id = $1 ORDER BY position`, []any{labs[0].ID}
+	}
+	tasks, err := queryAll(ctx, s.q(ctx), scanTask, q, args...)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if l := byID[t.labID]; l != nil {
+			l.Tasks = append(l.Tasks, t.Task)
+		}
+	}
+	return nil
+}
+
+func (s *LabStore) findLab(ctx context.Context, where string, arg any) (*lab.Lab, error) {
+	l, err := scanLab(s.q(ctx).QueryRowContext(ctx, `SELECT `+labColumns+` FROM labs WHERE `+where+` = $1`, arg))
+	if err != nil {
+		return nil, err
+	}
+	return l, s.attachTasks(ctx, []*lab.Lab{l})
+}
+
+// FindLabByID returns a lab with its tasks.
+func (s *LabStore) FindLabByID(ctx context.Context, id int64) (*lab.Lab, error) {
+	return s.findLab(ctx, "id", id)
+}
+
+// FindLabBySlug returns a lab with its tasks.
+func (s *LabStore) FindLabBySlug(ctx context.Context, slug string) (*lab.Lab, error) {
+	return s.findLab(ctx, "slug", slug)
+}
+
+// labConflict names which unique rule a write broke.
+func labConflict(err error) error {
+	err = translate(err)
+	switch {
+	case errors.Is(err, ErrUnique) && strings.Contains(err.Error(), "module"):
+		return lab.ErrModuleHasLab
+	case errors.Is(err, ErrUnique):
+		return lab.ErrSlugTaken
+	case errors.Is(err, ErrForeignKey):
+		return errMissingReference
+	}
+	return err
+}
+
+// errMissingReference refuses a module or template id that does not exist.
+var errMissingReference = errs.E(errs.Conflict, "The module or sandbox template given does not exist")
+
+// CreateLab inserts l and its tasks.
+func (s *LabStore) CreateLab(ctx context.Context, l *lab.Lab) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO labs (slug, module_id, template_id, title, description, time_limit_minutes,
+			passing_score, setup_script, solution, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
+			l.CreatedAt.UTC(), l.UpdatedAt.UTC()).Scan(&l.ID)
+		if err != nil {
+			return labConflict(err)
+		}
+		return writeTasks(ctx, tx, l.ID, nil, l.Tasks)
+	})
+}
+
+// UpdateLab stores l and lays its tasks over the old ones by position.
+func (s *LabStore) UpdateLab(ctx context.Context, l *lab.Lab) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE labs SET slug = $1, module_id = $2, template_id = $3, title = $4, description = $5,
+			time_limit_minutes = $6, passing_score = $7, setup_script = $8, solution = $9, updated_at = $10 WHERE id = $11`,
+			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
+			l.UpdatedAt.UTC(), l.ID)
+		if err != nil {
+			return labConflict(err)
+		}
+		if err := requireRow(res, lab.ErrLabNotFound); err != nil {
+			return err
+		}
+		old, err := queryAll(ctx, tx, scanTask, `SELECT `+taskColumns+` FROM lab_tasks WHERE lab_id = $1 ORDER BY position`, l.ID)
+		if err != nil {
+			return err
+		}
+		return writeTasks(ctx, tx, l.ID, old, l.Tasks)
+	})
+}
+
+// writeTasks updates the rows at positions both lists have, inserts the new
+// ones and deletes those past the end, so task ids stay put.
+func writeTasks(ctx context.Context, tx *sql.Tx, labID int64, old []taskRow, tasks []*lab.Task) error {
+	for i, t := range tasks {
+		t.Position = i
+		if i < len(old) {
+			t.ID = old[i].ID
+			if _, err := tx.ExecContext(ctx, `UPDATE lab_tasks SET title = $1, description = $2, hint = $3, points = $4, check_script = $5
+				WHERE id = $6`, t.Title, t.Description, t.Hint, t.Points, t.Check, t.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tx.QueryRowContext(ctx, `INSERT INTO lab_tasks (lab_id, position, title, description, hint, points, check_script)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, labID, i, t.Title, t.Description, t.Hint, t.Points, t.Check).Scan(&t.ID); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM lab_tasks WHERE lab_id = $1 AND position >= $2`, labID, len(tasks))
+	return err
+}
+
+// DeleteLab removes a lab and its tasks; with attempts, only when cascade is set.
+func (s *LabStore) DeleteLab(ctx context.Context, id int64, cascade bool) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM lab_attempts WHERE lab_id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 && !cascade {
+			return lab.ErrHasAttempts
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM labs WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		return requireRow(res, lab.ErrLabNotFound)
+	})
+}
+
+// CountAttempts counts every attempt of a lab.
+func (s *LabStore) CountAttempts(ctx context.Context, labID int64) (int, error) {
+	var n int
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM lab_attempts WHERE lab_id = $1`, labID).Scan(&n)
+	return n, err
+}
+
+// CreateAttempt inserts a; a second open attempt of the same user and lab is attempt.ErrOpen.
+func (s *LabStore) CreateAttempt(ctx context.Context, a *lab.Attempt) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO lab_attempts (lab_id, user_id, container_id, status, started_at, expires_at,
+			max_points, results) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			a.LabID, a.UserID, intArg(a.ContainerID), a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints, resultsJSON(a.Results)).Scan(&a.ID)
+		if errors.Is(translate(err), ErrUnique) {
+			return attempt.ErrOpen
+		}
+		return err
+	})
+}
+
+func resultsJSON[T any](r []T) string {
+	if r == nil {
+		return "[]"
+	}
+	b, _ := json.Marshal(r) // plain structs always encode
+	return string(b)
+}
+
+// FindAttemptByID returns one attempt.
+func (s *LabStore) FindAttemptByID(ctx context.Context, id int64) (*lab.Attempt, error) {
+	return scanLabAttempt(s.q(ctx).QueryRowContext(ctx, `SELECT `+labAttemptColumns+` FROM lab_attempts WHERE id = $1`, id))
+}
+
+// FindOpenAttempt returns the user's open attempt of a lab.
+func (s *LabStore) FindOpenAttempt(ctx context.Context, labID, userID int64) (*lab.Attempt, error) {
+	return scanLabAttempt(s.q(ctx).QueryRowContext(ctx, `SELECT `+labAttemptColumns+` FROM lab_attempts
+		WHERE lab_id = $1 AND user_id = $2 AND status IN ('in_progress', 'grading')`, labID, userID))
+}
+
+// UpdateAttempt applies change to an attempt with its row locked.
+func (s *LabStore) UpdateAttempt(ctx context.Context, id int64, change func(*lab.Attempt) error) (*lab.Attempt, error) {
+	var out *lab.Attempt
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		a, err := scanLabAttempt(tx.QueryRowContext(ctx, `SELECT `+labAttemptColumns+` FROM lab_attempts WHERE id = $1`+s.dialect.ForUpdate, id))
+		if err != nil {
+			return err
+		}
+		if err := change(a); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE lab_attempts SET container_id = $1, status = $2, finished_at = $3, grading_since = $4,
+			points = $5, max_points = $6, score = $7, passed = $8, results = $9, checks = $10, last_check_at = $11 WHERE id = $12`,
+			intArg(a.ContainerID), a.Status, timeArg(a.FinishedAt), timeArg(a.GradingSince), a.Points, a.MaxPoints, a.Score, a.Passed,
+			resultsJSON(a.Results), a.Checks, timeArg(a.LastCheckAt), a.ID)
+		out = a
+		return err
+	})
+	return out, err
+}
+
+// DeleteAttempt removes an attempt.
+func (s *LabStore) DeleteAttempt(ctx context.Context, id int64) error {
+	res, err := s.q(ctx).ExecContext(ctx, `DELETE FROM lab_attempts WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	return requireRow(res, lab.ErrAttemptNotFound)
+}
+
+// ModuleIDBySlug resolves a module's slug.
+func (s *DB) ModuleIDBySlug(ctx context.Context, slug string) (int64, error) {
+	var id int64
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT id FROM modules WHERE slug = $1`, slug).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, lesson.ErrModuleNotFound
+	}
+	return id, err
+}
+
+// ModuleSlugByID returns a module's slug.
+func (s *DB) ModuleSlugByID(ctx context.Context, id int64) (string, error) {
+	var slug string
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT slug FROM modules WHERE id = $1`, id).Scan(&slug)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", lesson.ErrModuleNotFound
+	}
+	return slug, err
+}
+
+// TemplateIDByName resolves a sandbox template's name.
+func (s *DB) TemplateIDByName(ctx context.Context, name string) (int64, error) {
+	t, err := s.FindTemplateByName(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	return t.ID, nil
+}
+
+// TemplateNameByID returns a sandbox template's name.
+func (s *DB) TemplateNameByID(ctx context.Context, id int64) (string, error) {
+	t, err := s.FindTemplateByID(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return t.Name, nil
+}

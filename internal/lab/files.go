@@ -1,11 +1,9 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,10 +12,8 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
-	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/yamlfile"
 )
 
 // FileName is a lab's file inside its module's directory. Labs that belong
@@ -95,43 +91,20 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 }
 
 func readFile(fsys fs.FS, p string) (*File, error) {
-	b, err := fs.ReadFile(fsys, p)
-	if err != nil {
-		return nil, err
-	}
 	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true) // a misspelt key is an error, not a silently missing field
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+	if err := yamlfile.Read(fsys, p, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	f.Path = p
 	// Validate now, so a bad file is reported with its path before anything is written.
 	in := f.input(1, 1)
 	if err := in.apply(&Lab{}); err != nil {
-		return nil, fmt.Errorf("%s: %s", p, describe(err))
+		return nil, fmt.Errorf("%s: %s", p, yamlfile.Describe(err))
 	}
 	if f.Template == "" {
 		return nil, fmt.Errorf("%s: template: the name of a sandbox template is required", p)
 	}
 	return &f, nil
-}
-
-// describe renders validation problems as "field: message" lines.
-func describe(err error) string {
-	var e *errs.Error
-	if !errors.As(err, &e) || len(e.Fields) == 0 {
-		return err.Error()
-	}
-	var lines []string
-	for _, fe := range e.Fields {
-		var parts []string
-		for _, l := range fe.Loc {
-			parts = append(parts, fmt.Sprint(l))
-		}
-		lines = append(lines, strings.Join(parts, ".")+": "+fe.Msg)
-	}
-	return strings.Join(lines, "; ")
 }
 
 // input turns a file into the Input of a create or update.
@@ -176,7 +149,7 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 		switch {
 		case errors.Is(err, ErrLabNotFound):
 			if _, err := s.Create(ctx, in); err != nil {
-				return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 			}
 			r.Created++
 			continue
@@ -186,14 +159,14 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 		next := *old
 		next.Tasks = append([]*Task(nil), old.Tasks...)
 		if err := in.apply(&next); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 		}
 		if sameLab(old, &next) {
 			r.Unchanged++
 			continue
 		}
 		if _, err := s.Update(ctx, old.ID, in); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, describe(err))
+			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 		}
 		r.Updated++
 	}
@@ -227,7 +200,7 @@ func (s *Service) Export(ctx context.Context, dir string) (int, error) {
 			target = filepath.Join(dir, d, FileName)
 			f.Module = "" // implied by the directory
 		}
-		if err := writeYAML(target, f); err != nil {
+		if err := yamlfile.Write(target, f); err != nil {
 			return 0, err
 		}
 	}
@@ -272,17 +245,3 @@ func moduleDirectories(dir string) (map[string]string, error) {
 	return out, nil
 }
 
-// writeYAML writes v as YAML to p, creating its directory.
-func writeYAML(p string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	enc.Close()
-	return os.WriteFile(p, b.Bytes(), 0o644)
-}

@@ -1,0 +1,152 @@
+// Package exam provides exams: timed sets of questions of four kinds
+// (single choice, multiple choice, short text, and practical tasks checked
+// by a script in the learner's running sandbox), attempts limited in number,
+// graded once at submission. Answers, accepted texts, scripts and solutions
+// are for admins only; after submitting, a learner sees per question whether
+// it was right and its explanation.
+package exam
+
+import (
+	"context"
+	"time"
+
+	"tuxlab/internal/attempt"
+	"tuxlab/internal/errs"
+)
+
+// Kind is a kind of question.
+type Kind string
+
+// The kinds of question.
+const (
+	SingleChoice   Kind = "single_choice"
+	MultipleChoice Kind = "multiple_choice"
+	ShortText      Kind = "short_text"
+	Practical      Kind = "practical"
+)
+
+// Kinds lists every kind, for validation and documentation.
+var Kinds = []Kind{SingleChoice, MultipleChoice, ShortText, Practical}
+
+// Exam is an exam.
+type Exam struct {
+	ID               int64
+	Slug             string
+	ModuleID         *int64
+	TemplateID       *int64 // the sandbox template practical questions are checked in
+	Title            string
+	Description      string // Markdown
+	TimeLimitMinutes int
+	PassingScore     int // percent of points
+	MaxAttempts      int // 0: unlimited
+	Questions        []*Question
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// MaxPoints is the sum of the questions' points.
+func (e *Exam) MaxPoints() int {
+	n := 0
+	for _, q := range e.Questions {
+		n += q.Points
+	}
+	return n
+}
+
+// HasPractical reports whether a question needs the learner's sandbox.
+func (e *Exam) HasPractical() bool {
+	for _, q := range e.Questions {
+		if q.Kind == Practical {
+			return true
+		}
+	}
+	return false
+}
+
+// Question is one question. Key holds what learners must never see.
+type Question struct {
+	ID          int64
+	Position    int
+	Kind        Kind
+	Prompt      string   // Markdown
+	Options     []string // choice kinds
+	Points      int
+	Explanation string // shown in results, after submission
+	Key         Key
+}
+
+// Key is the secret part of a question.
+type Key struct {
+	Answer        *int     `json:"answer,omitempty"`  // single_choice: the right option, from 0
+	Answers       []int    `json:"answers,omitempty"` // multiple_choice: every right option
+	Accept        []string `json:"accept,omitempty"`  // short_text: accepted answers
+	CaseSensitive bool     `json:"case_sensitive,omitempty"`
+	Check         string   `json:"check,omitempty"`    // practical: exit 0 means passed
+	Solution      string   `json:"solution,omitempty"` // practical: solves it, as the learner
+}
+
+// Answer is a learner's answer to one question.
+type Answer struct {
+	QuestionID int64   `json:"question_id"`
+	Choice     *int    `json:"choice,omitempty"`
+	Choices    []int   `json:"choices,omitempty"`
+	Text       *string `json:"text,omitempty"`
+}
+
+// Attempt is one learner's go at an exam.
+type Attempt struct {
+	attempt.Attempt
+	ExamID  int64
+	Answers []Answer
+	Results []QuestionResult
+}
+
+// QuestionResult is how one question was graded.
+type QuestionResult struct {
+	QuestionID int64    `json:"question_id"`
+	Position   int      `json:"position"`
+	Kind       Kind     `json:"kind"`
+	Correct    bool     `json:"correct"`
+	Points     int      `json:"points"`     // earned
+	MaxPoints  int      `json:"max_points"` // the question's
+	Feedback   []string `json:"feedback"`   // a practical check's FAIL: lines
+	// For admins only: a practical check's output.
+	Output string `json:"output,omitempty"`
+}
+
+// Errors of the exam domain.
+var (
+	ErrExamNotFound    = errs.E(errs.NotFound, "Exam not found")
+	ErrAttemptNotFound = errs.E(errs.NotFound, "Attempt not found")
+	ErrSlugTaken       = errs.E(errs.Conflict, "An exam with this slug exists")
+	ErrNoAttemptsLeft  = errs.E(errs.Conflict, "No attempts left: every attempt this exam allows is used")
+	ErrNoOpenAttempt   = errs.E(errs.Conflict, "No attempt of this exam is in progress: start it first")
+	ErrHasAttempts     = errs.E(errs.Conflict, "Learners have attempts of this exam: delete with cascade=true to remove them too")
+	ErrNotFinished     = errs.E(errs.Conflict, "This attempt is still in progress: submit it to see its results")
+)
+
+// Store keeps exams and attempts. Missing rows are ErrExamNotFound or
+// ErrAttemptNotFound.
+type Store interface {
+	FindExams(ctx context.Context) ([]*Exam, error)
+	FindExamByID(ctx context.Context, id int64) (*Exam, error)
+	FindExamBySlug(ctx context.Context, slug string) (*Exam, error)
+	CreateExam(ctx context.Context, e *Exam) error
+	// UpdateExam stores e; questions are matched by position, so their ids
+	// stay while the exam keeps as many.
+	UpdateExam(ctx context.Context, e *Exam) error
+	DeleteExam(ctx context.Context, id int64, cascade bool) error
+
+	// CreateAttempt inserts a unless the user has used maxAttempts (0: no
+	// limit; ErrNoAttemptsLeft) or has an open attempt (attempt.ErrOpen).
+	CreateAttempt(ctx context.Context, a *Attempt, maxAttempts int) error
+	FindAttemptByID(ctx context.Context, id int64) (*Attempt, error)
+	FindOpenAttempt(ctx context.Context, examID, userID int64) (*Attempt, error)
+	UpdateAttempt(ctx context.Context, id int64, change func(a *Attempt) error) (*Attempt, error)
+	CountAttempts(ctx context.Context, examID, userID int64) (int, error)
+
+	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
+	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	TemplateIDByName(ctx context.Context, name string) (int64, error)
+	TemplateNameByID(ctx context.Context, id int64) (string, error)
+}

@@ -1,0 +1,165 @@
+package exam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"tuxlab/internal/lesson"
+	"tuxlab/internal/yamlfile"
+)
+
+// Dir is the directory of a curriculum that holds exam files, *.yaml.
+const Dir = lesson.ExamsDir
+
+// File is an exam as its YAML file describes it (docs/labs-and-exams-format.md).
+type File struct {
+	Slug             string          `yaml:"slug"`
+	Title            string          `yaml:"title"`
+	Description      string          `yaml:"description"`
+	Module           string          `yaml:"module,omitempty"`
+	TimeLimitMinutes int             `yaml:"time_limit_minutes"`
+	PassingScore     *int            `yaml:"passing_score,omitempty"`
+	MaxAttempts      int             `yaml:"max_attempts,omitempty"`
+	Template         string          `yaml:"template,omitempty"`
+	Questions        []QuestionInput `yaml:"questions"`
+	Path             string          `yaml:"-"`
+}
+
+// ReadFiles reads DIR/exams/*.yaml; a curriculum without exams has none.
+func ReadFiles(fsys fs.FS) ([]*File, error) {
+	paths, err := fs.Glob(fsys, path.Join(Dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var files []*File
+	var problems []string
+	seen := map[string]string{}
+	for _, p := range paths {
+		f := &File{Path: p}
+		if err := yamlfile.Read(fsys, p, f); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+			continue
+		}
+		var tmpl int64
+		if f.Template != "" {
+			tmpl = 1 // resolved at import; validation only needs to know there is one
+		}
+		in := f.input(0, tmpl)
+		if err := in.apply(&Exam{}); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %s", p, yamlfile.Describe(err)))
+			continue
+		}
+		if prev, ok := seen[f.Slug]; ok {
+			problems = append(problems, fmt.Sprintf("%s: slug %q already used by %s", p, f.Slug, prev))
+		}
+		seen[f.Slug] = p
+		files = append(files, f)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("exams have %d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return files, nil
+}
+
+func (f *File) input(moduleID, templateID int64) Input {
+	passing := DefaultPassing
+	if f.PassingScore != nil {
+		passing = *f.PassingScore
+	}
+	qs := f.Questions
+	if qs == nil {
+		qs = []QuestionInput{}
+	}
+	return Input{Slug: &f.Slug, Title: &f.Title, Description: &f.Description, ModuleID: &moduleID, TemplateID: &templateID,
+		TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing, MaxAttempts: &f.MaxAttempts, Questions: qs}
+}
+
+// ImportReport counts what an import did.
+type ImportReport struct{ Created, Updated, Unchanged int }
+
+func (r ImportReport) String() string {
+	return fmt.Sprintf("exams: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
+}
+
+// Import upserts exams by slug; importing the same files twice changes nothing.
+func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
+	var r ImportReport
+	for _, f := range files {
+		var moduleID, templateID int64
+		var err error
+		if f.Module != "" {
+			if moduleID, err = s.store.ModuleIDBySlug(ctx, f.Module); err != nil {
+				return r, fmt.Errorf("%s: module %q: %w", f.Path, f.Module, err)
+			}
+		}
+		if f.Template != "" {
+			if templateID, err = s.store.TemplateIDByName(ctx, f.Template); err != nil {
+				return r, fmt.Errorf("%s: sandbox template %q: %w", f.Path, f.Template, err)
+			}
+		}
+		in := f.input(moduleID, templateID)
+		old, err := s.store.FindExamBySlug(ctx, f.Slug)
+		switch {
+		case errors.Is(err, ErrExamNotFound):
+			if _, err := s.Create(ctx, in); err != nil {
+				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
+			}
+			r.Created++
+			continue
+		case err != nil:
+			return r, err
+		}
+		next := *old
+		next.Questions = append([]*Question(nil), old.Questions...)
+		if err := in.apply(&next); err != nil {
+			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
+		}
+		next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
+		if reflect.DeepEqual(old, &next) {
+			r.Unchanged++
+			continue
+		}
+		if _, err := s.Update(ctx, old.ID, in); err != nil {
+			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
+		}
+		r.Updated++
+	}
+	return r, nil
+}
+
+// Export writes every exam to dir/exams/NN-slug.yaml.
+func (s *Service) Export(ctx context.Context, dir string) (int, error) {
+	exams, err := s.store.FindExams(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range exams {
+		f := &File{Slug: e.Slug, Title: e.Title, Description: e.Description, TimeLimitMinutes: e.TimeLimitMinutes,
+			PassingScore: &e.PassingScore, MaxAttempts: e.MaxAttempts, Questions: make([]QuestionInput, len(e.Questions))}
+		if e.ModuleID != nil {
+			if f.Module, err = s.store.ModuleSlugByID(ctx, *e.ModuleID); err != nil {
+				return 0, err
+			}
+		}
+		if e.TemplateID != nil {
+			if f.Template, err = s.store.TemplateNameByID(ctx, *e.TemplateID); err != nil {
+				return 0, err
+			}
+		}
+		for j, q := range e.Questions {
+			f.Questions[j] = QuestionInput{Kind: q.Kind, Prompt: q.Prompt, Options: q.Options, Answer: q.Key.Answer, Answers: q.Key.Answers,
+				Accept: q.Key.Accept, CaseSensitive: q.Key.CaseSensitive, Check: q.Key.Check, Solution: q.Key.Solution,
+				Points: q.Points, Explanation: q.Explanation}
+		}
+		if err := yamlfile.Write(filepath.Join(dir, Dir, fmt.Sprintf("%02d-%s.yaml", i+1, e.Slug)), f); err != nil {
+			return 0, err
+		}
+	}
+	return len(exams), nil
+}

@@ -220,22 +220,24 @@ func contentCmd(ctx context.Context, args []string, getenv func(string) string, 
 	defer a.Close()
 	dir := args[1]
 	if args[0] == "export" {
-		n, err := a.Lessons.Export(ctx, dir)
+		msg, err := a.ExportContent(ctx, dir)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(std.out, "exported %d themes to %s\n", n, dir)
+		fmt.Fprintln(std.out, msg)
 		return nil
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory of modules (see docs/curriculum-format.md)", dir)
 	}
-	report, err := a.Lessons.Import(ctx, os.DirFS(dir), func(format string, args ...any) {
+	reports, err := a.ImportContent(ctx, os.DirFS(dir), func(format string, args ...any) {
 		fmt.Fprintf(std.err, "content import: "+format+"\n", args...)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(std.out, report)
+	for _, r := range reports {
+		fmt.Fprintln(std.out, r)
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 	"tuxlab/content"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
+	"tuxlab/internal/exam"
 	"tuxlab/internal/httpapi"
+	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
@@ -37,6 +40,8 @@ type App struct {
 	Lessons   *lesson.Service
 	Sandboxes *sandbox.Service
 	Terminals *terminal.Bridge
+	Labs      *lab.Service
+	Exams     *exam.Service
 	Server    *httpapi.Server
 }
 
@@ -74,24 +79,108 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		}
 	}
 	a.Lessons = lesson.NewService(db, nil)
-	if cfg.BundledCurriculum {
-		imported, report, err := a.Lessons.ImportIfEmpty(ctx, content.Curriculum())
-		if err != nil {
-			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
-		}
-		if imported {
-			log.Info("loaded the bundled curriculum into an empty database", "report", report.String())
-		}
-	}
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
+	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, Log: log})
+	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{Log: log})
+	if cfg.BundledCurriculum {
+		if err := a.loadBundled(ctx); err != nil {
+			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
+		}
+	}
 	a.Server = httpapi.New(httpapi.Deps{
-		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, DB: db, Log: log, Version: Version,
+		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams,
+		DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
 	a.registerMetrics()
 	return a, nil
+}
+
+// loadBundled loads the embedded curriculum into a database that has none of
+// it: lessons into one without modules, laboratories and exams into one
+// without any, so an install that predates them gains them on upgrade.
+func (a *App) loadBundled(ctx context.Context) error {
+	fsys := content.Curriculum()
+	imported, report, err := a.Lessons.ImportIfEmpty(ctx, fsys)
+	if err != nil {
+		return err
+	}
+	if imported {
+		a.Log.Info("loaded the bundled curriculum into an empty database", "report", report.String())
+	}
+	if labs, err := a.Labs.Labs(ctx); err != nil {
+		return err
+	} else if len(labs) == 0 {
+		files, err := lab.ReadFiles(fsys)
+		if err != nil {
+			return err
+		}
+		r, err := a.Labs.Import(ctx, files)
+		if err != nil {
+			return err
+		}
+		a.Log.Info("loaded the bundled laboratories", "report", r.String())
+	}
+	if exams, err := a.Exams.Exams(ctx); err != nil {
+		return err
+	} else if len(exams) == 0 {
+		files, err := exam.ReadFiles(fsys)
+		if err != nil {
+			return err
+		}
+		r, err := a.Exams.Import(ctx, files)
+		if err != nil {
+			return err
+		}
+		a.Log.Info("loaded the bundled exams", "report", r.String())
+	}
+	return nil
+}
+
+// ImportContent upserts a curriculum directory by slug: modules and themes,
+// then laboratories and exams. Every file is read and checked before anything
+// is written, so a bad file changes nothing.
+func (a *App) ImportContent(ctx context.Context, fsys fs.FS, progress func(format string, args ...any)) ([]string, error) {
+	labFiles, err := lab.ReadFiles(fsys)
+	if err != nil {
+		return nil, err
+	}
+	examFiles, err := exam.ReadFiles(fsys)
+	if err != nil {
+		return nil, err
+	}
+	lessons, err := a.Lessons.Import(ctx, fsys, progress)
+	if err != nil {
+		return nil, err
+	}
+	labs, err := a.Labs.Import(ctx, labFiles)
+	if err != nil {
+		return nil, err
+	}
+	exams, err := a.Exams.Import(ctx, examFiles)
+	if err != nil {
+		return nil, err
+	}
+	return []string{lessons.String(), labs.String(), exams.String()}, nil
+}
+
+// ExportContent writes the curriculum, laboratories and exams to dir.
+func (a *App) ExportContent(ctx context.Context, dir string) (string, error) {
+	themes, err := a.Lessons.Export(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	labs, err := a.Labs.Export(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	exams, err := a.Exams.Export(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("exported %d themes, %d laboratories and %d exams to %s", themes, labs, exams, dir), nil
 }
 
 // registerMetrics exposes the state of sandboxes and terminals on /metrics.

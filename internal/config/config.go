@@ -52,6 +52,7 @@ type Config struct {
 	SandboxReconcileInterval time.Duration // TUXLAB_SANDBOX_RECONCILE_INTERVAL
 	TerminalIdleTimeout      time.Duration // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int           // TUXLAB_TERMINALS_PER_SANDBOX
+	LabCheckInterval         time.Duration // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -113,6 +114,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxReconcileInterval = env.duration("TUXLAB_SANDBOX_RECONCILE_INTERVAL", time.Minute)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
+	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))

@@ -55,7 +55,9 @@ func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Micro
 func (s *Service) Exams(ctx context.Context) ([]*Exam, error) { return s.store.FindExams(ctx) }
 
 // Exam returns one exam. The caller decides what of it to show.
-func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) { return s.store.FindExamByID(ctx, id) }
+func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) {
+	return s.store.FindExamByID(ctx, id)
+}
 
 // Start begins an attempt: 409 naming the open attempt when one is in
 // progress, 409 when every allowed attempt is used.

@@ -238,3 +238,13 @@ type timestamp time.Time
 func (t timestamp) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
 }
+
+// optID returns an id parameter, or nil when absent; 0 clears a reference.
+func (q *query) optID(name string) *int64 {
+	n := q.optInt(name, 0, 1<<62)
+	if n == nil {
+		return nil
+	}
+	id := int64(*n)
+	return &id
+}

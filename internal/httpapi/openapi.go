@@ -12,14 +12,16 @@ import (
 type op struct {
 	summary string
 	tag     string
-	params  []param  // query parameters; path parameters are derived from the path
-	body    string   // name of the JSON request body schema, if any
-	text    textBody // a Markdown request body, if any
-	status  int      // success status
-	result  string   // name of the success body schema ("" for none)
-	paged   bool     // sets X-Total-Count and Link
-	errors  []int    // statuses beyond those implied by access, parameters and body
-	desc    string
+	params  []param // query parameters; path parameters are derived from the path
+	body    string  // name of the JSON request body schema, if any
+	// alsoYAML: the body may come as YAML too; optionalBody: it may be left out.
+	alsoYAML, optionalBody bool
+	text                   textBody // a Markdown request body, if any
+	status                 int      // success status
+	result                 string   // name of the success body schema ("" for none)
+	paged                  bool     // sets X-Total-Count and Link
+	errors                 []int    // statuses beyond those implied by access, parameters and body
+	desc                   string
 }
 
 // textBody says whether an operation takes lesson text as its body.
@@ -297,8 +299,11 @@ func (s *Server) openAPIDocument() []byte {
 			o["parameters"] = params
 		}
 		if rt.doc.body != "" {
-			o["requestBody"] = map[string]any{"required": true,
-				"content": map[string]any{"application/json": map[string]any{"schema": ref(rt.doc.body)}}}
+			content := map[string]any{"application/json": map[string]any{"schema": ref(rt.doc.body)}}
+			if rt.doc.alsoYAML {
+				content["application/yaml"] = map[string]any{"schema": ref(rt.doc.body)}
+			}
+			o["requestBody"] = map[string]any{"required": !rt.doc.optionalBody, "content": content}
 		}
 		if rt.doc.text != noText {
 			o["requestBody"] = map[string]any{"required": rt.doc.text == requiredText,

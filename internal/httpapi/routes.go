@@ -54,6 +54,34 @@ func (s *Server) routeTable() []route {
 		{"DELETE", "/api/containers/{id}", user, s.handleDeleteContainer, docDeleteContainer},
 		{"GET", "/ws/terminal/{container_id}", public, s.handleTerminal, docTerminal},
 
+		// Exams
+		{"GET", "/api/exams", public, s.handleExams, docExams},
+		{"GET", "/api/exams/{id}", public, s.handleExam, docExam},
+		{"POST", "/api/exams/{id}/start", user, s.handleExamStart, docExamStart},
+		{"POST", "/api/exams/{id}/submit", user, s.handleExamSubmit, docExamSubmit},
+		{"GET", "/api/exams/attempts/{id}/results", user, s.handleExamResults, docExamResults},
+
+		// Laboratories
+		{"GET", "/api/laboratories", public, s.handleLabs, docLabs},
+		{"GET", "/api/laboratories/{id}", public, s.handleLab, docLab},
+		{"GET", "/api/laboratories/section/{section_id}/laboratory", user, s.handleSectionLab, docSectionLab},
+		{"POST", "/api/laboratories/{id}/start", user, s.labAction(http.StatusCreated, s.handleLabStart), docLabStart},
+		{"POST", "/api/laboratories/{id}/check", user, s.labAction(http.StatusOK, s.handleLabCheck), docLabCheck},
+		{"POST", "/api/laboratories/{id}/submit", user, s.labAction(http.StatusOK, s.handleLabSubmit), docLabSubmit},
+		{"GET", "/api/laboratories/attempts/{id}/results", user, s.handleLabResults, docLabResults},
+
+		// Admin: exams and laboratories
+		{"GET", "/api/admin/exams", admin, s.handleAdminExams, docAdminExams},
+		{"POST", "/api/admin/exams", admin, s.handleAdminCreateExam, docAdminCreateExam},
+		{"GET", "/api/admin/exams/{id}", admin, s.handleAdminExam, docAdminExam},
+		{"PUT", "/api/admin/exams/{id}", admin, s.handleAdminUpdateExam, docAdminUpdateExam},
+		{"DELETE", "/api/admin/exams/{id}", admin, s.handleAdminDeleteExam, docAdminDeleteExam},
+		{"GET", "/api/admin/laboratories", admin, s.handleAdminLabs, docAdminLabs},
+		{"POST", "/api/admin/laboratories", admin, s.handleAdminCreateLab, docAdminCreateLab},
+		{"GET", "/api/admin/laboratories/{id}", admin, s.handleAdminLab, docAdminLab},
+		{"PUT", "/api/admin/laboratories/{id}", admin, s.handleAdminUpdateLab, docAdminUpdateLab},
+		{"DELETE", "/api/admin/laboratories/{id}", admin, s.handleAdminDeleteLab, docAdminDeleteLab},
+
 		// Admin: sandboxes
 		{"GET", "/api/admin/containers", admin, s.handleAdminListContainers, docAdminListContainers},
 		{"POST", "/api/admin/sandbox-templates", admin, s.handleAdminCreateTemplate, docAdminCreateTemplate},

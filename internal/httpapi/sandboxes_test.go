@@ -409,8 +409,10 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 		labels[sandbox.LabelUser] != strconv.FormatInt(u.ID, 10) || labels[sandbox.LabelInstance] != e.App.Sandboxes.Instance() {
 		t.Fatalf("labels %v", labels)
 	}
-	if res.Config.User != "learner" {
-		t.Fatalf("runs as %q", res.Config.User)
+	// The keep-alive runs as root, so the learner cannot end the sandbox with
+	// kill 1; SIGTERM does not stop it either, SIGRTMIN+3 does.
+	if res.Config.User != "0" || res.Config.StopSignal != "SIGRTMIN+3" {
+		t.Fatalf("main process runs as %q, stop signal %q", res.Config.User, res.Config.StopSignal)
 	}
 
 	// The Debian template's settings (sudo needs setuid, so no no-new-privileges,

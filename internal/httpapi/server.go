@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/exam"
+	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/terminal"
@@ -30,6 +32,8 @@ type Deps struct {
 	Lessons   *lesson.Service
 	Sandboxes *sandbox.Service
 	Terminals *terminal.Bridge
+	Labs      *lab.Service
+	Exams     *exam.Service
 	DB        Pinger
 	Log       *slog.Logger
 	Version   string
@@ -46,6 +50,8 @@ type Server struct {
 	lessons        *lesson.Service
 	sandboxes      *sandbox.Service
 	terminals      *terminal.Bridge
+	labs           *lab.Service
+	exams          *exam.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -63,7 +69,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}

@@ -182,7 +182,6 @@ func (s *Service) Delete(ctx context.Context, id int64, cascade bool) error {
 	return s.store.DeleteLab(ctx, id, cascade)
 }
 
-
 // checkReferences refuses a module or template that does not exist, naming the field.
 func (s *Service) checkReferences(ctx context.Context, l *Lab) error {
 	var f errs.Fields

@@ -244,4 +244,3 @@ func moduleDirectories(dir string) (map[string]string, error) {
 	}
 	return out, nil
 }
-

@@ -67,7 +67,9 @@ func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Micro
 func (s *Service) Labs(ctx context.Context) ([]*Lab, error) { return s.store.FindLabs(ctx, Filter{}) }
 
 // Lab returns one lab. The caller decides what of it to show.
-func (s *Service) Lab(ctx context.Context, id int64) (*Lab, error) { return s.store.FindLabByID(ctx, id) }
+func (s *Service) Lab(ctx context.Context, id int64) (*Lab, error) {
+	return s.store.FindLabByID(ctx, id)
+}
 
 // LabOfModule returns the laboratory of a module (a section).
 func (s *Service) LabOfModule(ctx context.Context, moduleID int64) (*Lab, error) {

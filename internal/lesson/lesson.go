@@ -180,4 +180,6 @@ func CheckSlug(f *errs.Fields, loc []any, slug string) { checkSlug(f, loc, slug)
 
 // CheckTitle adds a problem at loc unless title is one non-empty line of at
 // most MaxTitleLen characters.
-func CheckTitle(f *errs.Fields, loc []any, title string) { checkText(f, loc, "Title", title, MaxTitleLen) }
+func CheckTitle(f *errs.Fields, loc []any, title string) {
+	checkText(f, loc, "Title", title, MaxTitleLen)
+}

@@ -1,0 +1,329 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"tuxlab/internal/exam"
+)
+
+// What anyone sees of a question: never its answer, accepted texts or script.
+type questionResponse struct {
+	ID       int64    `json:"id"`
+	Position int      `json:"position"`
+	Kind     string   `json:"kind"`
+	Prompt   string   `json:"prompt"`
+	Options  []string `json:"options"`
+	Points   int      `json:"points"`
+}
+
+type examSummaryResponse struct {
+	ID               int64  `json:"id"`
+	Slug             string `json:"slug"`
+	ModuleID         *int64 `json:"module_id"`
+	TemplateID       *int64 `json:"template_id"`
+	Title            string `json:"title"`
+	Description      string `json:"description"`
+	TimeLimitMinutes int    `json:"time_limit_minutes"`
+	PassingScore     int    `json:"passing_score"`
+	MaxAttempts      int    `json:"max_attempts"`
+	MaxPoints        int    `json:"max_points"`
+	QuestionCount    int    `json:"question_count"`
+	HasPractical     bool   `json:"has_practical"`
+}
+
+type examResponse struct {
+	examSummaryResponse
+	Questions []questionResponse `json:"questions"`
+}
+
+func newExamSummary(e *exam.Exam) examSummaryResponse {
+	return examSummaryResponse{ID: e.ID, Slug: e.Slug, ModuleID: e.ModuleID, TemplateID: e.TemplateID, Title: e.Title,
+		Description: e.Description, TimeLimitMinutes: e.TimeLimitMinutes, PassingScore: e.PassingScore, MaxAttempts: e.MaxAttempts,
+		MaxPoints: e.MaxPoints(), QuestionCount: len(e.Questions), HasPractical: e.HasPractical()}
+}
+
+func newQuestionResponse(q *exam.Question) questionResponse {
+	return questionResponse{ID: q.ID, Position: q.Position, Kind: string(q.Kind), Prompt: q.Prompt, Options: q.Options, Points: q.Points}
+}
+
+func newExamResponse(e *exam.Exam) examResponse {
+	r := examResponse{examSummaryResponse: newExamSummary(e), Questions: make([]questionResponse, len(e.Questions))}
+	for i, q := range e.Questions {
+		r.Questions[i] = newQuestionResponse(q)
+	}
+	return r
+}
+
+// What an admin sees: everything.
+type adminQuestionResponse struct {
+	questionResponse
+	Explanation   string   `json:"explanation"`
+	Answer        *int     `json:"answer"`
+	Answers       []int    `json:"answers"`
+	Accept        []string `json:"accept"`
+	CaseSensitive bool     `json:"case_sensitive"`
+	Check         string   `json:"check"`
+	Solution      string   `json:"solution"`
+}
+
+type adminExamResponse struct {
+	examSummaryResponse
+	Questions []adminQuestionResponse `json:"questions"`
+	CreatedAt timestamp               `json:"created_at"`
+	UpdatedAt timestamp               `json:"updated_at"`
+}
+
+func newAdminExamResponse(e *exam.Exam) adminExamResponse {
+	r := adminExamResponse{examSummaryResponse: newExamSummary(e), Questions: make([]adminQuestionResponse, len(e.Questions)),
+		CreatedAt: timestamp(e.CreatedAt), UpdatedAt: timestamp(e.UpdatedAt)}
+	for i, q := range e.Questions {
+		k := q.Key
+		r.Questions[i] = adminQuestionResponse{questionResponse: newQuestionResponse(q), Explanation: q.Explanation, Answer: k.Answer,
+			Answers: orEmpty(k.Answers), Accept: orEmpty(k.Accept), CaseSensitive: k.CaseSensitive, Check: k.Check, Solution: k.Solution}
+	}
+	return r
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+type examAttemptResponse struct {
+	ID         int64      `json:"id"`
+	ExamID     int64      `json:"exam_id"`
+	UserID     int64      `json:"user_id"`
+	Status     string     `json:"status"`
+	StartedAt  timestamp  `json:"started_at"`
+	ExpiresAt  timestamp  `json:"expires_at"`
+	FinishedAt *timestamp `json:"finished_at"`
+	Points     int        `json:"points"`
+	MaxPoints  int        `json:"max_points"`
+	Score      int        `json:"score"`
+	Passed     bool       `json:"passed"`
+}
+
+func newExamAttemptResponse(a *exam.Attempt) examAttemptResponse {
+	return examAttemptResponse{ID: a.ID, ExamID: a.ExamID, UserID: a.UserID, Status: string(a.Status),
+		StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
+		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed}
+}
+
+type questionResultResponse struct {
+	QuestionID  int64    `json:"question_id"`
+	Position    int      `json:"position"`
+	Kind        string   `json:"kind"`
+	Prompt      string   `json:"prompt"`
+	Correct     bool     `json:"correct"`
+	Points      int      `json:"points"`
+	MaxPoints   int      `json:"max_points"`
+	Explanation string   `json:"explanation"`
+	Feedback    []string `json:"feedback"`
+	Output      *string  `json:"output,omitempty"` // admins only
+}
+
+type examResultsResponse struct {
+	examAttemptResponse
+	ExamTitle string                   `json:"exam_title"`
+	Questions []questionResultResponse `json:"questions"`
+}
+
+// newExamResults shows a graded attempt: per question right or not, and why.
+func newExamResults(a *exam.Attempt, e *exam.Exam, admin bool) examResultsResponse {
+	byID := map[int64]*exam.Question{}
+	for _, q := range e.Questions {
+		byID[q.ID] = q
+	}
+	r := examResultsResponse{examAttemptResponse: newExamAttemptResponse(a), ExamTitle: e.Title, Questions: make([]questionResultResponse, 0, len(a.Results))}
+	for _, res := range a.Results {
+		qr := questionResultResponse{QuestionID: res.QuestionID, Position: res.Position, Kind: string(res.Kind), Correct: res.Correct,
+			Points: res.Points, MaxPoints: res.MaxPoints, Feedback: orEmpty(res.Feedback)}
+		if q := byID[res.QuestionID]; q != nil {
+			qr.Prompt, qr.Explanation = q.Prompt, q.Explanation
+		}
+		if admin && res.Output != "" {
+			out := res.Output
+			qr.Output = &out
+		}
+		r.Questions = append(r.Questions, qr)
+	}
+	return r
+}
+
+func (s *Server) handleExams(w http.ResponseWriter, r *http.Request) error {
+	exams, err := s.exams.Exams(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]examSummaryResponse, len(exams))
+	for i, e := range exams {
+		out[i] = newExamSummary(e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleExam(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	e, err := s.exams.Exam(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newExamResponse(e))
+	return nil
+}
+
+func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	a, err := s.exams.Start(r.Context(), actor(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, newExamAttemptResponse(a))
+	return nil
+}
+
+// submitExamRequest is a learner's answers.
+type submitExamRequest struct {
+	Answers     []exam.Answer `json:"answers"`
+	ContainerID *int64        `json:"container_id"`
+}
+
+func (s *Server) handleExamSubmit(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	var body submitExamRequest
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	a, e, err := s.exams.Submit(r.Context(), actor(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
+	if err != nil {
+		return locate(err)
+	}
+	writeJSON(w, http.StatusOK, newExamResults(a, e, isAdmin(r)))
+	return nil
+}
+
+func (s *Server) handleExamResults(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	a, e, err := s.exams.Results(r.Context(), actor(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newExamResults(a, e, isAdmin(r)))
+	return nil
+}
+
+// Admin authoring.
+
+var examQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score", "max_attempts"}
+
+type examBody struct {
+	Description *string               `json:"description" yaml:"description"`
+	Questions   *[]exam.QuestionInput `json:"questions" yaml:"questions"`
+}
+
+func examInput(r *http.Request) (exam.Input, error) {
+	q := newQuery(r)
+	in := exam.Input{Slug: q.optStr("slug"), Title: q.optStr("title"),
+		TimeLimitMinutes: q.optInt("time_limit_minutes", 1, exam.MaxTimeLimit), PassingScore: q.optInt("passing_score", 0, 100),
+		MaxAttempts: q.optInt("max_attempts", 0, exam.MaxAttemptsLimit), ModuleID: q.optID("module_id"), TemplateID: q.optID("template_id")}
+	if err := q.err(); err != nil {
+		return in, err
+	}
+	var b examBody
+	if _, err := decodeContentBody(r, &b); err != nil {
+		return in, err
+	}
+	in.Description = b.Description
+	if b.Questions != nil {
+		in.Questions = orEmpty(*b.Questions)
+	}
+	return in, nil
+}
+
+func (s *Server) handleAdminExams(w http.ResponseWriter, r *http.Request) error {
+	exams, err := s.exams.Exams(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]adminExamResponse, len(exams))
+	for i, e := range exams {
+		out[i] = newAdminExamResponse(e)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleAdminExam(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	e, err := s.exams.Exam(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newAdminExamResponse(e))
+	return nil
+}
+
+func (s *Server) handleAdminCreateExam(w http.ResponseWriter, r *http.Request) error {
+	in, err := examInput(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.exams.Create(r.Context(), in)
+	if err != nil {
+		return locate(err, examQueryParams...)
+	}
+	writeJSON(w, http.StatusCreated, newAdminExamResponse(e))
+	return nil
+}
+
+func (s *Server) handleAdminUpdateExam(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	in, err := examInput(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.exams.Update(r.Context(), id, in)
+	if err != nil {
+		return locate(err, examQueryParams...)
+	}
+	writeJSON(w, http.StatusOK, newAdminExamResponse(e))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteExam(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	cascade := q.optBool("cascade")
+	if err := q.err(); err != nil {
+		return err
+	}
+	if err := s.exams.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Exam deleted", "id": id})
+	return nil
+}

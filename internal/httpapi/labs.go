@@ -1,0 +1,316 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/lab"
+)
+
+// What a learner or anyone sees of a lab: never a script or a solution.
+type taskResponse struct {
+	ID          int64  `json:"id"`
+	Position    int    `json:"position"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Hint        string `json:"hint"`
+	Points      int    `json:"points"`
+}
+
+type labResponse struct {
+	ID               int64          `json:"id"`
+	Slug             string         `json:"slug"`
+	ModuleID         *int64         `json:"module_id"`
+	SectionID        *int64         `json:"section_id"`
+	TemplateID       int64          `json:"template_id"`
+	Title            string         `json:"title"`
+	Description      string         `json:"description"`
+	TimeLimitMinutes int            `json:"time_limit_minutes"`
+	PassingScore     int            `json:"passing_score"`
+	MaxPoints        int            `json:"max_points"`
+	Tasks            []taskResponse `json:"tasks"`
+}
+
+func newLabResponse(l *lab.Lab) labResponse {
+	r := labResponse{ID: l.ID, Slug: l.Slug, ModuleID: l.ModuleID, SectionID: l.ModuleID, TemplateID: l.TemplateID, Title: l.Title,
+		Description: l.Description, TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore, MaxPoints: l.MaxPoints(),
+		Tasks: make([]taskResponse, len(l.Tasks))}
+	for i, t := range l.Tasks {
+		r.Tasks[i] = taskResponse{ID: t.ID, Position: t.Position, Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points}
+	}
+	return r
+}
+
+// What an admin sees of a lab: everything.
+type adminTaskResponse struct {
+	taskResponse
+	Check string `json:"check"`
+}
+
+type adminLabResponse struct {
+	labResponse
+	Setup     string              `json:"setup"`
+	Solution  string              `json:"solution"`
+	Tasks     []adminTaskResponse `json:"tasks"`
+	CreatedAt timestamp           `json:"created_at"`
+	UpdatedAt timestamp           `json:"updated_at"`
+}
+
+func newAdminLabResponse(l *lab.Lab) adminLabResponse {
+	r := adminLabResponse{labResponse: newLabResponse(l), Setup: l.Setup, Solution: l.Solution,
+		Tasks: make([]adminTaskResponse, len(l.Tasks)), CreatedAt: timestamp(l.CreatedAt), UpdatedAt: timestamp(l.UpdatedAt)}
+	for i, t := range l.Tasks {
+		r.Tasks[i] = adminTaskResponse{taskResponse: r.labResponse.Tasks[i], Check: t.Check}
+	}
+	return r
+}
+
+type taskResultResponse struct {
+	TaskID   int64    `json:"task_id"`
+	Position int      `json:"position"`
+	Title    string   `json:"title"`
+	Passed   bool     `json:"passed"`
+	Points   int      `json:"points"`
+	Feedback []string `json:"feedback"`
+	// Admins only.
+	ExitCode *int    `json:"exit_code,omitempty"`
+	TimedOut *bool   `json:"timed_out,omitempty"`
+	Output   *string `json:"output,omitempty"`
+}
+
+type labAttemptResponse struct {
+	ID           int64                `json:"id"`
+	LaboratoryID int64                `json:"laboratory_id"`
+	UserID       int64                `json:"user_id"`
+	Status       string               `json:"status"`
+	ContainerID  *int64               `json:"container_id"`
+	TerminalURL  *string              `json:"terminal_url"`
+	StartedAt    timestamp            `json:"started_at"`
+	ExpiresAt    timestamp            `json:"expires_at"`
+	FinishedAt   *timestamp           `json:"finished_at"`
+	Points       int                  `json:"points"`
+	MaxPoints    int                  `json:"max_points"`
+	Score        int                  `json:"score"`
+	Passed       bool                 `json:"passed"`
+	Checks       int                  `json:"checks"`
+	LastCheckAt  *timestamp           `json:"last_check_at"`
+	Tasks        []taskResultResponse `json:"tasks"`
+}
+
+// newLabAttemptResponse shows an attempt; the checks' output only to admins.
+func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
+	r := labAttemptResponse{ID: a.ID, LaboratoryID: a.LabID, UserID: a.UserID, Status: string(a.Status), ContainerID: a.ContainerID,
+		StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
+		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed, Checks: a.Checks, LastCheckAt: optTime(a.LastCheckAt),
+		Tasks: make([]taskResultResponse, len(a.Results))}
+	if a.ContainerID != nil {
+		url := "/ws/terminal/" + strconv.FormatInt(*a.ContainerID, 10)
+		r.TerminalURL = &url
+	}
+	for i, t := range a.Results {
+		tr := taskResultResponse{TaskID: t.TaskID, Position: t.Position, Title: t.Title, Passed: t.Passed, Points: t.Points, Feedback: t.Feedback}
+		if tr.Feedback == nil {
+			tr.Feedback = []string{}
+		}
+		if admin {
+			tr.ExitCode, tr.TimedOut, tr.Output = &t.ExitCode, &t.TimedOut, &t.Output
+		}
+		r.Tasks[i] = tr
+	}
+	return r
+}
+
+func isAdmin(r *http.Request) bool { return currentUser(r).Role == auth.RoleAdmin }
+
+func (s *Server) handleLabs(w http.ResponseWriter, r *http.Request) error {
+	labs, err := s.labs.Labs(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]labResponse, len(labs))
+	for i, l := range labs {
+		out[i] = newLabResponse(l)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleLab(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	l, err := s.labs.Lab(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newLabResponse(l))
+	return nil
+}
+
+func (s *Server) handleSectionLab(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "section_id")
+	if err != nil {
+		return err
+	}
+	if _, err := s.lessons.Module(r.Context(), id); err != nil {
+		return err
+	}
+	l, err := s.labs.LabOfModule(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newLabResponse(l))
+	return nil
+}
+
+// labAction runs a learner's action on lab {id} and answers with the attempt.
+func (s *Server) labAction(status int, act func(*http.Request, int64) (*lab.Attempt, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		a, err := act(r, id)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, status, newLabAttemptResponse(a, isAdmin(r)))
+		return nil
+	}
+}
+
+func (s *Server) handleLabStart(r *http.Request, id int64) (*lab.Attempt, error) {
+	return s.labs.Start(r.Context(), actor(r), id)
+}
+
+func (s *Server) handleLabCheck(r *http.Request, id int64) (*lab.Attempt, error) {
+	return s.labs.Check(r.Context(), actor(r), id)
+}
+
+func (s *Server) handleLabSubmit(r *http.Request, id int64) (*lab.Attempt, error) {
+	return s.labs.Submit(r.Context(), actor(r), id)
+}
+
+func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	a, _, err := s.labs.Results(r.Context(), actor(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newLabAttemptResponse(a, isAdmin(r)))
+	return nil
+}
+
+// Admin authoring: scalars as query parameters, the rest as a JSON or YAML body.
+
+// labQueryParams are the scalar fields an admin sends in the query string.
+var labQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score"}
+
+// labBody is what an admin sends as the body.
+type labBody struct {
+	Description *string          `json:"description" yaml:"description"`
+	Setup       *string          `json:"setup" yaml:"setup"`
+	Solution    *string          `json:"solution" yaml:"solution"`
+	Tasks       *[]lab.TaskInput `json:"tasks" yaml:"tasks"`
+}
+
+func labInput(r *http.Request) (lab.Input, error) {
+	q := newQuery(r)
+	in := lab.Input{Slug: q.optStr("slug"), Title: q.optStr("title"),
+		TimeLimitMinutes: q.optInt("time_limit_minutes", 1, lab.MaxTimeLimit), PassingScore: q.optInt("passing_score", 0, 100)}
+	in.ModuleID = q.optID("module_id")
+	in.TemplateID = q.optID("template_id")
+	if err := q.err(); err != nil {
+		return in, err
+	}
+	var b labBody
+	if _, err := decodeContentBody(r, &b); err != nil {
+		return in, err
+	}
+	in.Description, in.Setup, in.Solution = b.Description, b.Setup, b.Solution
+	if b.Tasks != nil {
+		in.Tasks = *b.Tasks
+		if in.Tasks == nil {
+			in.Tasks = []lab.TaskInput{}
+		}
+	}
+	return in, nil
+}
+
+func (s *Server) handleAdminLabs(w http.ResponseWriter, r *http.Request) error {
+	labs, err := s.labs.Labs(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]adminLabResponse, len(labs))
+	for i, l := range labs {
+		out[i] = newAdminLabResponse(l)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) handleAdminLab(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	l, err := s.labs.Lab(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newAdminLabResponse(l))
+	return nil
+}
+
+func (s *Server) handleAdminCreateLab(w http.ResponseWriter, r *http.Request) error {
+	in, err := labInput(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.labs.Create(r.Context(), in)
+	if err != nil {
+		return locate(err, labQueryParams...)
+	}
+	writeJSON(w, http.StatusCreated, newAdminLabResponse(l))
+	return nil
+}
+
+func (s *Server) handleAdminUpdateLab(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	in, err := labInput(r)
+	if err != nil {
+		return err
+	}
+	l, err := s.labs.Update(r.Context(), id, in)
+	if err != nil {
+		return locate(err, labQueryParams...)
+	}
+	writeJSON(w, http.StatusOK, newAdminLabResponse(l))
+	return nil
+}
+
+func (s *Server) handleAdminDeleteLab(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	q := newQuery(r)
+	cascade := q.optBool("cascade")
+	if err := q.err(); err != nil {
+		return err
+	}
+	if err := s.labs.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Laboratory deleted", "id": id})
+	return nil
+}

@@ -145,6 +145,9 @@ func (e *Env) Token(u *auth.User) string {
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	if u.Role == auth.RoleAdmin {
+		markAdmin(tok)
+	}
 	return tok
 }
 

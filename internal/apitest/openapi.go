@@ -188,6 +188,7 @@ func Validating(t testing.TB, h http.Handler, doc []byte) http.Handler {
 		if err := v.Check(r.Method, r.URL.Path, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
 			t.Errorf("openapi: %v", err)
 		}
+		keep(r, rec.Code, rec.Body.Bytes())
 		for k, vs := range rec.Header() {
 			w.Header()[k] = vs
 		}

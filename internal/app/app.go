@@ -82,8 +82,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
-	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, Log: log})
-	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{Log: log})
+	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log})
+	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log})
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
 			return nil, fmt.Errorf("load the bundled curriculum: %w", err)

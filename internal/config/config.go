@@ -53,6 +53,7 @@ type Config struct {
 	TerminalIdleTimeout      time.Duration // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int           // TUXLAB_TERMINALS_PER_SANDBOX
 	LabCheckInterval         time.Duration // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
+	CheckTimeout             time.Duration // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -115,6 +116,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
+	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))

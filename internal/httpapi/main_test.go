@@ -21,5 +21,18 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	// No script, solution or correct answer reached a student or an anonymous
+	// caller anywhere in the run (also when only some tests ran).
+	if code == 0 {
+		leaks, searched := apitest.Leaks()
+		for _, l := range leaks {
+			fmt.Fprintf(os.Stderr, "FAIL: leaked to a learner: %s\n", l)
+		}
+		if len(leaks) > 0 {
+			code = 1
+		} else if testing.Verbose() {
+			fmt.Fprintf(os.Stderr, "leak watch: %d student and anonymous responses searched\n", searched)
+		}
+	}
 	os.Exit(code)
 }

@@ -2,8 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strconv"
 	"strings"
@@ -41,6 +44,9 @@ type Result struct {
 	Truncated bool // output beyond the cap was dropped
 	TimedOut  bool // killed at its timeout; ExitCode is then -1
 	Duration  time.Duration
+	// Failures are the first lines of stdout starting "FAIL: ", without the
+	// prefix, found in the whole stream, also past the cap.
+	Failures []string
 }
 
 // OK reports whether the script ran to its end with exit code 0.
@@ -86,15 +92,21 @@ func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result,
 		return nil, err
 	}
 	spec := scriptSpec(t, sc)
+	// Every process the script starts inherits this mark, so that what a
+	// script left running at its timeout can be found and ended.
+	mark := randomMark()
+	spec.Env = append(spec.Env, "TUXLAB_RUN="+mark)
 	stdout, stderr := &capped{max: sc.OutputCap}, &capped{max: sc.OutputCap}
+	fails := &failureLines{max: 3}
 	// The engine-side timeout kills the script; the context gives it a moment
 	// more to report, and is the last word if the image has no timeout(1).
 	rctx, cancel := context.WithTimeout(ctx, sc.Timeout+3*time.Second)
 	defer cancel()
 	start := time.Now()
-	code, err := rt.Run(rctx, c.EngineID, spec, strings.NewReader(sc.Text), stdout, stderr)
+	code, err := rt.Run(rctx, c.EngineID, spec, strings.NewReader(sc.Text), io.MultiWriter(stdout, fails), stderr)
+	fails.flush()
 	res := &Result{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String(),
-		Truncated: stdout.dropped || stderr.dropped, Duration: time.Since(start)}
+		Truncated: stdout.dropped || stderr.dropped, Duration: time.Since(start), Failures: fails.found}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		res.TimedOut, res.ExitCode = true, -1
@@ -103,10 +115,35 @@ func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result,
 	case code == 137 && res.Duration >= sc.Timeout: // SIGKILL from timeout(1)
 		res.TimedOut, res.ExitCode = true, -1
 	}
+	if res.TimedOut {
+		s.reap(context.WithoutCancel(ctx), rt, c, mark)
+	}
 	if _, err := s.Touch(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// reapScript kills every process carrying a run's mark ($1): what a script
+// started in the background, which timeout(1) does not always end.
+const reapScript = `for p in /proc/[0-9]*; do
+  tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qx "TUXLAB_RUN=$1" && kill -9 "${p#/proc/}" 2>/dev/null
+done; exit 0`
+
+// reap ends what a timed-out script left running.
+func (s *Service) reap(ctx context.Context, rt Runtime, c *Container, mark string) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", reapScript, "reap", mark}, User: "root"}
+	if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
+		s.opt.Log.Warn("could not end a timed-out script's processes", "container_id", c.ID, "exit", code, "error", fmt.Sprint(err))
+	}
+}
+
+func randomMark() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // scriptSpec is the exec that runs sc in a sandbox of template t.
@@ -160,21 +197,39 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (c *capped) String() string { return strings.ToValidUTF8(string(c.buf), "\uFFFD") }
 
-// Failures returns the lines of a check's output that start with "FAIL: ",
-// without the prefix: the reasons shown to a learner. At most max are kept.
-func Failures(stdout string, max int) []string {
-	var out []string
-	for _, line := range strings.Split(stdout, "\n") {
-		if reason, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "FAIL: "); ok {
-			if reason = strings.TrimSpace(reason); reason != "" {
-				out = append(out, truncate(reason, 300))
-				if len(out) == max {
-					break
-				}
-			}
+// failureLines watches a stream for lines starting "FAIL: " and keeps the
+// first max of them; a line is looked at up to its first 1 KiB.
+type failureLines struct {
+	max   int
+	line  []byte
+	found []string
+}
+
+func (f *failureLines) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if b == '\n' {
+			f.flush()
+			continue
+		}
+		if len(f.line) < 1024 {
+			f.line = append(f.line, b)
 		}
 	}
-	return out
+	return len(p), nil
+}
+
+// flush ends the current line.
+func (f *failureLines) flush() {
+	line := strings.TrimRight(string(f.line), "\r")
+	f.line = f.line[:0]
+	if len(f.found) >= f.max {
+		return
+	}
+	if reason, ok := strings.CutPrefix(line, "FAIL: "); ok {
+		if reason = strings.TrimSpace(strings.ToValidUTF8(reason, "")); reason != "" {
+			f.found = append(f.found, truncate(reason, 300))
+		}
+	}
 }
 
 func truncate(s string, n int) string {
@@ -200,7 +255,7 @@ func (r *Result) Verdict() (passed bool, feedback []string) {
 	if r.TimedOut {
 		return false, []string{"The check took too long and was stopped"}
 	}
-	feedback = Failures(r.Stdout, 3)
+	feedback = r.Failures
 	if len(feedback) == 0 {
 		feedback = []string{"Not done yet"}
 	}

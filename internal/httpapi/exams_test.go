@@ -10,6 +10,7 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/sandbox"
 )
 
 type examBody struct {
@@ -329,4 +330,54 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestExamPracticalQuestion: a practical question is checked by its script in
+// the learner's running sandbox; without one the submit waits for it.
+func TestExamPracticalQuestion(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		bob := e.CreateUser("bob", auth.RoleStudent)
+		apitest.RegisterSecret(examCheckSecret, "a practical check")
+		apitest.RegisterSecret(examSolSecret, "a practical solution")
+		tpl := busyboxTemplate(t, e)
+		body := fixtureExamBody()
+		body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
+			"kind": "practical", "prompt": "Create the file /tmp/exam-practical-done.", "check": examCheckSecret, "solution": examSolSecret, "points": 3,
+			"explanation": "touch creates an empty file."})
+		ex := createExam(t, e, admin, fmt.Sprintf("slug=practical&title=Practical&template_id=%d", tpl), body)
+		start, submit := fmt.Sprintf("/api/exams/%d/start", ex.ID), fmt.Sprintf("/api/exams/%d/submit", ex.ID)
+		empty := map[string]any{"answers": []any{}}
+
+		// No running sandbox: refused, and the attempt stays open.
+		var at struct{ ID int64 }
+		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		if r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 409); !strings.Contains(r.Detail(), "sandbox") {
+			t.Fatalf("submit without a sandbox: %s", r.Body)
+		}
+		c := createSandbox(t, e, alice.Token, tpl)
+		other := createSandbox(t, e, bob.Token, tpl)
+		// Another user's sandbox cannot be named.
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": other.ID}}).Expect(t, 422)
+
+		// Unsolved: the check's FAIL line is the feedback.
+		var res examResultsBody
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		p := res.Questions[3]
+		if p.Correct || len(p.Feedback) != 1 || p.Feedback[0] != "/tmp/exam-practical-done does not exist" || p.Output != nil {
+			t.Fatalf("unsolved practical %+v", p)
+		}
+
+		// Solved in the sandbox: the next attempt's check passes.
+		if _, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, c.ID, sandbox.Script{Text: examSolSecret}); err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201)
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": c.ID}}).Expect(t, 200).JSON(t, &res)
+		if p := res.Questions[3]; !p.Correct || p.Points != 3 || res.Points != 3 {
+			t.Fatalf("solved practical %+v (total %d)", p, res.Points)
+		}
+	})
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,7 +177,7 @@ func TestContentImportExport(t *testing.T) {
 				t.Fatalf("import: %q %q %v", out, errOut, err)
 			}
 			out, _, err = runCmd(t, env, "", "content", "import", src)
-			if err != nil || !strings.Contains(out, "modules: 0 created, 0 updated") || !strings.Contains(out, "themes: 0 created, 0 updated") {
+			if err != nil || !unchanged(out) {
 				t.Fatalf("second import: %q %v", out, err)
 			}
 			dir := filepath.Join(t.TempDir(), "export")
@@ -187,11 +189,151 @@ func TestContentImportExport(t *testing.T) {
 			}
 			// The export reads back as the same curriculum: importing it changes nothing.
 			out, _, err = runCmd(t, env, "", "content", "import", dir)
-			if err != nil || !strings.Contains(out, "modules: 0 created, 0 updated") || !strings.Contains(out, "themes: 0 created, 0 updated") {
+			if err != nil || !unchanged(out) {
 				t.Fatalf("import of the export: %q %v", out, err)
 			}
 			if _, _, err := runCmd(t, env, "", "content", "import", filepath.Join(t.TempDir(), "missing")); err == nil {
 				t.Fatal("import of a missing directory was accepted")
+			}
+		})
+	}
+}
+
+// unchanged reports whether an import's report says it changed nothing.
+func unchanged(report string) bool {
+	for _, what := range []string{"modules", "themes", "laboratories", "exams"} {
+		if !strings.Contains(report, what+": 0 created, 0 updated") {
+			return false
+		}
+	}
+	return true
+}
+
+// A curriculum with a laboratory in its module's directory and an exam.
+var labExamFixture = map[string]string{
+	"01-shell/module.md": "---\nslug: shell\ntitle: The shell\norder: 1\n---\nFirst steps.\n",
+	"01-shell/01-pwd.md": "---\nslug: shell-pwd\ntitle: Where am I\norder: 1\nestimated_minutes: 5\n---\n# pwd\n",
+	"01-shell/lab.yaml": `slug: shell-lab
+title: "Lab: the shell"
+description: |
+  Make a directory.
+template: BusyBox
+time_limit_minutes: 20
+setup: |
+  #!/bin/sh
+  mkdir -p /srv/data
+solution: |
+  mkdir -p ~/work
+tasks:
+  - title: Make ~/work
+    hint: mkdir
+    points: 2
+    check: |
+      #!/bin/sh
+      [ -d /home/learner/work ] || { echo "FAIL: no ~/work"; exit 1; }
+  - title: Nothing to do
+    check: "true"
+`,
+	"exams/01-basics.yaml": `slug: basics
+title: Basics
+description: A short exam.
+module: shell
+time_limit_minutes: 10
+passing_score: 50
+max_attempts: 2
+template: BusyBox
+questions:
+  - kind: single_choice
+    prompt: Where am I?
+    options: [ls, pwd]
+    answer: 1
+    explanation: It prints the working directory.
+  - kind: multiple_choice
+    prompt: Which list files?
+    options: [ls, pwd, find]
+    answers: [0, 2]
+  - kind: short_text
+    prompt: The command that prints the working directory?
+    accept: [pwd]
+  - kind: practical
+    prompt: Make ~/work.
+    check: "[ -d /home/learner/work ]"
+    solution: mkdir -p ~/work
+`,
+}
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestContentImportExportLabsAndExams(t *testing.T) {
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			env := testEnv(t, eng)
+			// A misspelt key, or a bad answer index, is refused before anything is written.
+			for name, bad := range map[string]string{
+				"01-shell/lab.yaml":    strings.Replace(labExamFixture["01-shell/lab.yaml"], "hint:", "hnit:", 1),
+				"exams/01-basics.yaml": strings.Replace(labExamFixture["exams/01-basics.yaml"], "answer: 1", "answer: 5", 1),
+			} {
+				files := maps.Clone(labExamFixture)
+				files[name] = bad
+				_, errOut, err := runCmd(t, env, "", "content", "import", writeTree(t, files))
+				if err == nil || !strings.Contains(errOut+err.Error(), name) {
+					t.Fatalf("bad %s accepted: %q %v", name, errOut, err)
+				}
+			}
+			src := writeTree(t, labExamFixture)
+			out, _, err := runCmd(t, env, "", "content", "import", src)
+			if err != nil || !strings.Contains(out, "laboratories: 1 created") || !strings.Contains(out, "exams: 1 created") || !strings.Contains(out, "modules: 1 created") {
+				t.Fatalf("import: %q %v", out, err)
+			}
+			if out, _, err = runCmd(t, env, "", "content", "import", src); err != nil || !unchanged(out) {
+				t.Fatalf("second import: %q %v", out, err)
+			}
+			// An edited file updates in place.
+			edited := maps.Clone(labExamFixture)
+			edited["01-shell/lab.yaml"] = strings.Replace(edited["01-shell/lab.yaml"], "hint: mkdir", "hint: mkdir -p", 1)
+			if out, _, err = runCmd(t, env, "", "content", "import", writeTree(t, edited)); err != nil || !strings.Contains(out, "laboratories: 0 created, 1 updated") {
+				t.Fatalf("edited import: %q %v", out, err)
+			}
+			// Export, and the export imports back unchanged and exports the same files.
+			dir := filepath.Join(t.TempDir(), "export")
+			if out, _, err = runCmd(t, env, "", "content", "export", dir); err != nil || !strings.Contains(out, "1 laboratories and 1 exams") {
+				t.Fatalf("export: %q %v", out, err)
+			}
+			for _, f := range []string{"01-shell/lab.yaml", "exams/01-basics.yaml"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Fatalf("export lacks %s: %v", f, err)
+				}
+			}
+			if out, _, err = runCmd(t, env, "", "content", "import", dir); err != nil || !unchanged(out) {
+				t.Fatalf("import of the export: %q %v", out, err)
+			}
+			fresh := testEnv(t, eng)
+			if out, _, err = runCmd(t, fresh, "", "content", "import", dir); err != nil {
+				t.Fatalf("import into a fresh database: %q %v", out, err)
+			}
+			again := filepath.Join(t.TempDir(), "again")
+			if _, _, err = runCmd(t, fresh, "", "content", "export", again); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"01-shell/lab.yaml", "exams/01-basics.yaml"} {
+				a, _ := os.ReadFile(filepath.Join(dir, f))
+				b, _ := os.ReadFile(filepath.Join(again, f))
+				if string(a) != string(b) || len(a) == 0 {
+					t.Fatalf("%s differs after a round trip:\n%s\n---\n%s", f, a, b)
+				}
 			}
 		})
 	}

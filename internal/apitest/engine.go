@@ -62,3 +62,27 @@ func removeEngineContainers(instance string) {
 		rt.Remove(ctx, in.EngineID)
 	}
 }
+
+// DebianImage is the learners' image the bundled laboratories and exams target
+// (scripts/build-images.sh debian).
+const DebianImage = "tuxlab/sandbox-debian:latest"
+
+// RequireImage is RequireEngine for tests that need another image as well.
+func RequireImage(t testing.TB, image string) *docker.Runtime {
+	t.Helper()
+	rt := RequireEngine(t)
+	if rt == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, err := rt.ImageExists(ctx, image); err != nil || !ok {
+		stop := t.Skipf
+		if EngineRequired() {
+			stop = t.Fatalf
+		}
+		stop("image %s is missing: run scripts/build-images.sh (%v)", image, err)
+		return nil
+	}
+	return rt
+}

@@ -1,0 +1,212 @@
+package content_test
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tuxlab/content"
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/attempt"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+	"tuxlab/internal/exam"
+	"tuxlab/internal/lab"
+	"tuxlab/internal/lesson"
+	"tuxlab/internal/sandbox"
+)
+
+// TestBundledContentShape holds the bundled labs and exams to the curriculum's
+// promise: a laboratory per module, each with at least three tasks and a
+// solution, and at least four exams that mix every kind of question.
+func TestBundledContentShape(t *testing.T) {
+	fsys := content.Curriculum()
+	c, err := lesson.ReadCurriculum(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labs, err := lab.ReadFiles(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byModule := map[string]*lab.File{}
+	for _, l := range labs {
+		byModule[l.Module] = l
+		if len(l.Tasks) < 3 || strings.TrimSpace(l.Solution) == "" || l.Template != "Debian" {
+			t.Errorf("%s: %d tasks, solution %t, template %q", l.Path, len(l.Tasks), l.Solution != "", l.Template)
+		}
+		for _, task := range l.Tasks {
+			if task.Hint == "" || task.Description == "" {
+				t.Errorf("%s: task %q needs a description and a hint", l.Path, task.Title)
+			}
+		}
+	}
+	for _, m := range c.Modules {
+		if byModule[m.Slug] == nil {
+			t.Errorf("module %s has no laboratory", m.Slug)
+		}
+	}
+	exams, err := exam.ReadFiles(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exams) < 4 {
+		t.Errorf("%d bundled exams, want 4 or more", len(exams))
+	}
+	for _, e := range exams {
+		kinds := map[exam.Kind]int{}
+		for _, q := range e.Questions {
+			kinds[q.Kind]++
+			if q.Kind == exam.Practical && strings.TrimSpace(q.Solution) == "" {
+				t.Errorf("%s: a practical question without a solution: %.60q", e.Path, q.Prompt)
+			}
+			if q.Explanation == "" {
+				t.Errorf("%s: a question without an explanation: %.60q", e.Path, q.Prompt)
+			}
+		}
+		for _, k := range exam.Kinds {
+			if kinds[k] == 0 {
+				t.Errorf("%s has no %s question", e.Path, k)
+			}
+		}
+	}
+	if _, err := fs.Stat(fsys, "exams"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBundledChecksProvenBothWays runs every bundled laboratory the way a
+// learner meets it, on the image it targets: started (setup included), every
+// check fails on the fresh sandbox with a FAIL: reason, the solution runs as
+// the learner, every check passes, and the submission passes. Every practical
+// exam question is proven the same way.
+func TestBundledChecksProvenBothWays(t *testing.T) {
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite", func(c *config.Config) {
+		c.BundledCurriculum = true
+		c.LabCheckInterval = time.Millisecond
+		c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = 100, 100, 100
+	})
+	ctx := context.Background()
+	labs, err := e.App.Labs.Labs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exams, err := e.App.Exams.Exams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(labs) == 0 || len(exams) == 0 {
+		t.Fatalf("%d labs and %d exams loaded", len(labs), len(exams))
+	}
+	// Three sandboxes at a time: enough to use the machine, few enough not to
+	// starve it (and each check of its time limit).
+	slots := make(chan struct{}, 3)
+	var wg sync.WaitGroup
+	for _, l := range labs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			t.Run("lab/"+l.Slug, func(t *testing.T) { proveLab(t, e, l) })
+		}()
+	}
+	for _, x := range exams {
+		if !x.HasPractical() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			t.Run("exam/"+x.Slug, func(t *testing.T) { proveExam(t, e, x) })
+		}()
+	}
+	wg.Wait()
+}
+
+func proveLab(t *testing.T, e *apitest.Env, l *lab.Lab) {
+	ctx := context.Background()
+	u := e.CreateUser("learner-"+l.Slug[:min(len(l.Slug), 20)], auth.RoleStudent)
+	a := sandbox.Actor{UserID: u.ID}
+	at, err := e.App.Labs.Start(ctx, a, l.ID)
+	if err != nil {
+		t.Fatalf("start (with its setup): %v", err)
+	}
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, *at.ContainerID) })
+
+	fresh, err := e.App.Labs.Check(ctx, a, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range fresh.Results {
+		if r.Passed || len(r.Feedback) == 0 || r.Feedback[0] == "Not done yet" || r.TimedOut {
+			t.Errorf("task %d %q on a fresh sandbox: passed %t, feedback %q, timed out %t\n%s", i, r.Title, r.Passed, r.Feedback, r.TimedOut, r.Output)
+		}
+	}
+	c, err := e.App.Sandboxes.Get(ctx, a, *at.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Solution, Timeout: time.Minute})
+	if err != nil || !res.OK() {
+		t.Fatalf("solution: %v %s", err, res.Transcript())
+	}
+	done, err := e.App.Labs.Submit(ctx, a, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range done.Results {
+		if !r.Passed {
+			t.Errorf("task %d %q after the solution: feedback %q\n%s", i, r.Title, r.Feedback, r.Output)
+		}
+	}
+	if done.Status != attempt.Submitted || done.Score != 100 || !done.Passed {
+		t.Errorf("submission: status %s, score %d, passed %t", done.Status, done.Score, done.Passed)
+	}
+}
+
+func proveExam(t *testing.T, e *apitest.Env, x *exam.Exam) {
+	ctx := context.Background()
+	u := e.CreateUser("examinee-"+x.Slug[:min(len(x.Slug), 20)], auth.RoleStudent)
+	a := sandbox.Actor{UserID: u.ID}
+	c, err := e.App.Sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: *x.TemplateID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID) })
+	check := func(q *exam.Question) *sandbox.Result {
+		res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Check, AsRoot: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var practical []*exam.Question
+	for _, q := range x.Questions {
+		if q.Kind == exam.Practical {
+			practical = append(practical, q)
+		}
+	}
+	for _, q := range practical {
+		if res := check(q); res.OK() || len(res.Failures) == 0 {
+			t.Errorf("question %d on a fresh sandbox: %s", q.Position, res.Transcript())
+		}
+	}
+	for _, q := range practical {
+		res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Solution, Timeout: time.Minute})
+		if err != nil || !res.OK() {
+			t.Fatalf("solution of question %d: %v %s", q.Position, err, res.Transcript())
+		}
+	}
+	for _, q := range practical {
+		if res := check(q); !res.OK() {
+			t.Errorf("question %d after its solution: %s", q.Position, res.Transcript())
+		}
+	}
+}

@@ -8,9 +8,11 @@
 # tests at it with TUXLAB_TEST_POSTGRES_URL. Set TUXLAB_TEST_POSTGRES_URL yourself
 # to use another server; set TUXLAB_TEST_NO_POSTGRES=1 to test on SQLite alone.
 #
-# Sandbox tests need a container engine and the busybox sandbox image: the
-# script installs and starts the engine and builds the image when it can, and
-# then sets TUXLAB_TEST_DOCKER=1, which makes a missing engine fail the tests.
+# Sandbox tests need a container engine and the sandbox images: busybox for the
+# API tests, debian for proving every bundled laboratory and exam check on the
+# image it targets. The script installs and starts the engine and builds the
+# images when it can (the debian one takes a few minutes the first time), and
+# then sets TUXLAB_TEST_DOCKER=1, which makes a missing engine or image fail the tests.
 # TUXLAB_TEST_NO_DOCKER=1 skips that set-up (and the sandbox tests skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,7 +66,7 @@ fi
 
 # The container engine and the test image.
 if [ -z "${TUXLAB_TEST_NO_DOCKER:-}" ]; then
-	if ./scripts/ensure-engine.sh && ./scripts/build-images.sh busybox; then
+	if ./scripts/ensure-engine.sh && ./scripts/build-images.sh all; then
 		export TUXLAB_TEST_DOCKER=1
 	elif [ -n "${CI:-}" ]; then
 		say "CI needs the container engine for the sandbox tests"; exit 1

@@ -2,6 +2,7 @@ package content_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"strings"
 	"sync"
@@ -208,5 +209,57 @@ func proveExam(t *testing.T, e *apitest.Env, x *exam.Exam) {
 		if res := check(q); !res.OK() {
 			t.Errorf("question %d after its solution: %s", q.Position, res.Transcript())
 		}
+	}
+}
+
+// TestBundledPublicViewsCarryNoSecrets reads every bundled lab and exam as
+// anyone and as a student would, and finds none of their scripts, solutions
+// or accepted answers in what comes back.
+func TestBundledPublicViewsCarryNoSecrets(t *testing.T) {
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
+	ctx := context.Background()
+	student := e.CreateUser("student", auth.RoleStudent)
+	labs, err := e.App.Labs.Labs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exams, err := e.App.Exams.Exams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range labs {
+		apitest.RegisterSecret(l.Setup, l.Slug+" setup")
+		apitest.RegisterSecret(l.Solution, l.Slug+" solution")
+		for _, task := range l.Tasks {
+			apitest.RegisterSecret(task.Check, l.Slug+" check of "+task.Title)
+		}
+	}
+	for _, x := range exams {
+		for _, q := range x.Questions {
+			apitest.RegisterSecret(q.Key.Check, x.Slug+" check")
+			apitest.RegisterSecret(q.Key.Solution, x.Slug+" solution")
+			// A short accepted answer ("ls", "750") is also an ordinary word of
+			// other lessons' text: only distinctive ones can be looked for.
+			for _, a := range q.Key.Accept {
+				if len(a) >= 6 {
+					apitest.RegisterSecret(a, fmt.Sprintf("%s accepted answer %q", x.Slug, a))
+				}
+			}
+		}
+	}
+	e.Get("/api/laboratories", "").Expect(t, 200)
+	e.Get("/api/exams", "").Expect(t, 200)
+	for _, l := range labs {
+		e.Get(fmt.Sprintf("/api/laboratories/%d", l.ID), "").Expect(t, 200)
+		e.Get(fmt.Sprintf("/api/laboratories/%d", l.ID), student.Token).Expect(t, 200)
+		if l.ModuleID != nil {
+			e.Get(fmt.Sprintf("/api/laboratories/section/%d/laboratory", *l.ModuleID), student.Token).Expect(t, 200)
+		}
+	}
+	for _, x := range exams {
+		e.Get(fmt.Sprintf("/api/exams/%d", x.ID), "").Expect(t, 200)
+	}
+	if leaks, searched := apitest.Leaks(); len(leaks) > 0 || searched == 0 {
+		t.Fatalf("in %d responses: %s", searched, strings.Join(leaks, "\n"))
 	}
 }

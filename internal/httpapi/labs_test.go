@@ -352,3 +352,44 @@ func TestSandboxExecSeam(t *testing.T) {
 		t.Fatalf("a stopped sandbox: %v", err)
 	}
 }
+
+// TestSandboxKeepAliveIsOutOfReach: the learner cannot end the sandbox with
+// kill 1, root's SIGTERM leaves it running as it leaves a server running, and
+// the keep-alive shows as tuxlab-idle without a sleep of its own.
+func TestSandboxKeepAliveIsOutOfReach(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	alice := e.CreateUser("alice", auth.RoleStudent)
+	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
+	ctx := context.Background()
+	owner := sandbox.Actor{UserID: alice.ID}
+	run := func(sc sandbox.Script) *sandbox.Result {
+		t.Helper()
+		res, err := e.App.Sandboxes.Exec(ctx, owner, c.ID, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(sandbox.Script{Text: "kill 1 2>&1; echo rc=$?"}); !strings.Contains(res.Stdout, "rc=1") {
+		t.Fatalf("kill 1 as the learner: %q", res.Stdout)
+	}
+	if res := run(sandbox.Script{Text: "ps -o comm | sort | uniq | tr '\\n' ' '"}); !strings.Contains(res.Stdout, "tuxlab-idle") || strings.Contains(res.Stdout, "sleep") {
+		t.Fatalf("processes of a fresh sandbox: %q", res.Stdout)
+	}
+	run(sandbox.Script{Text: "kill -TERM 1; kill -TERM $(pidof tuxlab-idle); kill -HUP 1; true", AsRoot: true})
+	// Had PID 1 ended, this exec would end with it.
+	if res := run(sandbox.Script{Text: "sleep 1; echo alive"}); res.Stdout != "alive\n" {
+		t.Fatalf("after root's SIGTERM: %+v", res)
+	}
+	var got containerBody
+	e.Get(fmt.Sprintf("/api/containers/%d", c.ID), alice.Token).Expect(t, 200).JSON(t, &got)
+	if got.Status != "running" {
+		t.Fatalf("after root's SIGTERM the sandbox is %s (%s)", got.Status, got.StatusDetail)
+	}
+	// A stop still works: the engine sends SIGRTMIN+3.
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: alice.Token}).Expect(t, 200).JSON(t, &got)
+	if got.Status != "stopped" {
+		t.Fatalf("after stop: %s", got.Status)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/store"
@@ -42,6 +43,7 @@ type App struct {
 	Terminals *terminal.Bridge
 	Labs      *lab.Service
 	Exams     *exam.Service
+	Profiles  *profile.Service
 	Server    *httpapi.Server
 }
 
@@ -84,13 +86,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	}
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log})
+	a.Profiles = &profile.Service{}
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
 			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
 		}
 	}
 	a.Server = httpapi.New(httpapi.Deps{
-		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams,
+		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})

@@ -32,6 +32,11 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
+	return append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...)
+}
+
+// coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.
+func (s *Server) coreRoutes() []route {
 	return []route{
 		// Auth
 		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},

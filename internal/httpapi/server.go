@@ -17,6 +17,7 @@ import (
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/terminal"
 )
@@ -34,6 +35,7 @@ type Deps struct {
 	Terminals *terminal.Bridge
 	Labs      *lab.Service
 	Exams     *exam.Service
+	Profiles  *profile.Service
 	DB        Pinger
 	Log       *slog.Logger
 	Version   string
@@ -52,6 +54,7 @@ type Server struct {
 	terminals      *terminal.Bridge
 	labs           *lab.Service
 	exams          *exam.Service
+	profiles       *profile.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -69,7 +72,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}

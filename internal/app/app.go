@@ -80,12 +80,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 			log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
 		}
 	}
-	a.Lessons = lesson.NewService(db, nil)
+	a.Lessons = lesson.NewService(db, db.Activity(), nil)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
-	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log})
-	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log})
+	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity()})
+	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity()})
 	a.Profiles = &profile.Service{}
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
@@ -225,7 +225,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
-		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log,
+		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(),
 	})
 	if err != nil {
 		return err

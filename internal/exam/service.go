@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"tuxlab/internal/activity"
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
@@ -26,6 +27,7 @@ type Options struct {
 	CheckTimeout time.Duration // one practical check (default 10s)
 	Now          func() time.Time
 	Log          *slog.Logger
+	Activity     activity.Log // records starts and submissions with their rows (default: none)
 }
 
 // Service is the exam domain.
@@ -45,6 +47,9 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Activity == nil {
+		o.Activity = activity.Discard
 	}
 	return &Service{store: store, sandboxes: sandboxes, opt: o}
 }
@@ -74,7 +79,13 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*At
 	now := s.now()
 	at := &Attempt{Attempt: attempt.Attempt{UserID: a.UserID, Status: attempt.InProgress, StartedAt: now,
 		ExpiresAt: now.Add(time.Duration(e.TimeLimitMinutes) * time.Minute), MaxPoints: e.MaxPoints()}, ExamID: e.ID}
-	err = s.store.CreateAttempt(ctx, at, e.MaxAttempts)
+	err = s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.CreateAttempt(ctx, at, e.MaxAttempts); err != nil {
+			return err
+		}
+		return s.opt.Activity.Record(ctx, &activity.Event{UserID: a.UserID, Kind: activity.ExamStarted, At: now, SubjectID: e.ID,
+			Title: e.Title, ModuleID: e.ModuleID})
+	})
 	if errors.Is(err, attempt.ErrOpen) {
 		if open, _ := s.store.FindOpenAttempt(ctx, e.ID, a.UserID); open != nil {
 			return nil, attempt.OpenError(open.ID)
@@ -199,10 +210,19 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
 		return nil, nil, err
 	}
-	at, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
-		at.Answers, at.Results = sub.Answers, results
-		at.Finish(s.now(), points, e.MaxPoints(), e.PassingScore)
-		return nil
+	var at *Attempt
+	err = s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		at, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
+			at.Answers, at.Results = sub.Answers, results
+			at.Finish(s.now(), points, e.MaxPoints(), e.PassingScore)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return s.opt.Activity.Record(ctx, &activity.Event{UserID: at.UserID, Kind: activity.ExamSubmitted, At: *at.FinishedAt,
+			SubjectID: e.ID, Title: e.Title, ModuleID: e.ModuleID, Score: &at.Score, Passed: &at.Passed})
 	})
 	return at, e, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"tuxlab/internal/activity"
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
@@ -28,6 +29,7 @@ type Options struct {
 	SetupTimeout  time.Duration // the setup script (default 60s)
 	Now           func() time.Time
 	Log           *slog.Logger
+	Activity      activity.Log // records starts, checks and submissions with their rows (default: none)
 }
 
 func (o *Options) defaults() {
@@ -45,6 +47,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Activity == nil {
+		o.Activity = activity.Discard
 	}
 }
 
@@ -115,7 +120,26 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 		}
 		return nil, err
 	}
-	return s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error { at.ContainerID = &c.ID; return nil })
+	return s.record(ctx, l, at.ID, activity.LabStarted, func(at *Attempt) { at.ContainerID = &c.ID })
+}
+
+// record applies change to attempt id and records what the learner did, in
+// one transaction.
+func (s *Service) record(ctx context.Context, l *Lab, id int64, kind activity.Kind, change func(*Attempt)) (*Attempt, error) {
+	var out *Attempt
+	err := s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
+		at, err := s.store.UpdateAttempt(ctx, id, func(at *Attempt) error { change(at); return nil })
+		if err != nil {
+			return err
+		}
+		e := &activity.Event{UserID: at.UserID, Kind: kind, At: s.now(), SubjectID: l.ID, Title: l.Title, ModuleID: l.ModuleID}
+		if kind == activity.LabSubmitted {
+			e.Score, e.Passed = &at.Score, &at.Passed
+		}
+		out = at
+		return s.opt.Activity.Record(ctx, e)
+	})
+	return out, err
 }
 
 // provision makes the attempt's sandbox and runs the setup script in it.
@@ -215,7 +239,7 @@ func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	if err != nil {
 		return nil, err
 	}
-	return s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { at.Results = results; return nil })
+	return s.record(ctx, l, open.ID, activity.LabChecked, func(at *Attempt) { at.Results = results })
 }
 
 // Submit runs every task's check, ends the attempt and grades it, once: of
@@ -248,10 +272,9 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*At
 		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
 		return nil, err
 	}
-	return s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
+	return s.record(ctx, l, open.ID, activity.LabSubmitted, func(at *Attempt) {
 		at.Results = results
 		at.Finish(s.now(), points, l.MaxPoints(), l.PassingScore)
-		return nil
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"tuxlab/internal/activity"
 
 	"tuxlab/internal/errs"
 )
@@ -14,10 +15,11 @@ import (
 // Service is the lesson domain: reading the curriculum with a learner's
 // progress, completing themes, and the admin authoring rules.
 type Service struct {
-	store  Store
-	render *Renderer
-	now    func() time.Time
-	cache  curriculumCache
+	store    Store
+	activity activity.Log
+	render   *Renderer
+	now      func() time.Time
+	cache    curriculumCache
 }
 
 // CacheTTL bounds how stale the cached curriculum may be when another tuxlab
@@ -34,11 +36,15 @@ type curriculumCache struct {
 }
 
 // NewService returns a Service over store; now is the clock (nil for time.Now).
-func NewService(store Store, now func() time.Time) *Service {
+// NewService returns a Service that records completions in log (nil: none).
+func NewService(store Store, log activity.Log, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, render: NewRenderer(), now: now}
+	if log == nil {
+		log = activity.Discard
+	}
+	return &Service{store: store, activity: log, render: NewRenderer(), now: now}
 }
 
 func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -122,7 +128,20 @@ func (s *Service) Content(ctx context.Context, id int64) (*Content, error) {
 // Complete records that userID completed theme id; it is idempotent and
 // returns the time of the first completion.
 func (s *Service) Complete(ctx context.Context, userID, id int64) (time.Time, error) {
-	return s.store.CompleteTheme(ctx, userID, id, s.stamp())
+	now := s.stamp()
+	var at time.Time
+	err := s.activity.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if at, err = s.store.CompleteTheme(ctx, userID, id, now); err != nil || !at.Equal(now) {
+			return err // a repeated completion is recorded once
+		}
+		e := &activity.Event{UserID: userID, Kind: activity.ThemeCompleted, At: now, SubjectID: id}
+		if t, err := s.store.FindThemeByID(ctx, id); err == nil {
+			e.Title, e.ModuleID = t.Title, &t.ModuleID
+		}
+		return s.activity.Record(ctx, e)
+	})
+	return at, err
 }
 
 // Stats counts the curriculum and completions.

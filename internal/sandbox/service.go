@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tuxlab/internal/activity"
 	"unicode/utf8"
 
 	"tuxlab/internal/errs"
@@ -26,6 +27,7 @@ type Options struct {
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
 	Now               func() time.Time
 	Log               *slog.Logger
+	Activity          activity.Log // records a creation with its row (default: none)
 }
 
 func (o *Options) defaults() {
@@ -54,6 +56,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Activity == nil {
+		o.Activity = activity.Discard
 	}
 }
 
@@ -251,9 +256,15 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 		return engineID, err
 	}
 	now := s.now()
-	_, err = s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
-		c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
-		return nil
+	err = s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
+		_, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return s.opt.Activity.Record(ctx, &activity.Event{UserID: c.UserID, Kind: activity.SandboxCreated, At: now, SubjectID: c.ID, Title: c.Name})
 	})
 	return engineID, err
 }

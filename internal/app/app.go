@@ -18,6 +18,7 @@ import (
 	"tuxlab/content"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
+	"tuxlab/internal/dashboard"
 	"tuxlab/internal/exam"
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lab"
@@ -44,6 +45,7 @@ type App struct {
 	Labs      *lab.Service
 	Exams     *exam.Service
 	Profiles  *profile.Service
+	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
 }
 
@@ -63,6 +65,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, 
 // New builds an App on an open, migrated store.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB) (*App, error) {
 	a := &App{Config: cfg, Log: log, DB: db}
+	if cfg.Now != nil {
+		db.Now = cfg.Now
+	}
 	a.Auth = auth.NewService(db, auth.Options{
 		Secret:             []byte(cfg.SecretKey),
 		TokenTTL:           cfg.TokenTTL,
@@ -80,12 +85,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 			log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
 		}
 	}
-	a.Lessons = lesson.NewService(db, db.Activity(), nil)
+	a.Lessons = lesson.NewService(db, db.Activity(), cfg.Now)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
-	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity()})
-	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity()})
+	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
+	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Profiles = &profile.Service{}
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
@@ -94,7 +99,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	}
 	a.Server = httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
-		DB: db, Log: log, Version: Version,
+		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
 	a.registerMetrics()
@@ -225,7 +230,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
-		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(),
+		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 	})
 	if err != nil {
 		return err

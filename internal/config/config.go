@@ -26,6 +26,10 @@ const MinSecretBytes = 32
 
 // Config is the whole configuration of a tuxlab process.
 type Config struct {
+	// Now is the clock of everything that stamps or compares times: nil for
+	// the wall clock. Not read from the environment: tests pin it.
+	Now func() time.Time
+
 	Env         string        // TUXLAB_ENV: development or production
 	Addr        string        // TUXLAB_ADDR: listen address
 	DataDir     string        // TUXLAB_DATA_DIR: SQLite file, dev secret, avatars

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/dashboard"
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
@@ -36,6 +37,7 @@ type Deps struct {
 	Labs      *lab.Service
 	Exams     *exam.Service
 	Profiles  *profile.Service
+	Dashboard *dashboard.Dashboard
 	DB        Pinger
 	Log       *slog.Logger
 	Version   string
@@ -55,6 +57,7 @@ type Server struct {
 	labs           *lab.Service
 	exams          *exam.Service
 	profiles       *profile.Service
+	dashboard      *dashboard.Dashboard
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -72,7 +75,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}

@@ -88,8 +88,9 @@ type Store interface {
 	FindThemeContent(ctx context.Context, themeID int64) (*Content, error)
 	// FindCompletions returns the user's completions keyed by theme id.
 	FindCompletions(ctx context.Context, userID int64) (map[int64]time.Time, error)
-	// CompleteTheme records a completion once and returns its time, old or new.
-	CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, error)
+	// CompleteTheme records a completion once and returns its time, old or
+	// new, and whether this call recorded it.
+	CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, bool, error)
 
 	CreateModule(ctx context.Context, m *Module) error
 	UpdateModule(ctx context.Context, id int64, u ModuleUpdate, at time.Time) (*Module, error)

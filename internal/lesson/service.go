@@ -131,8 +131,11 @@ func (s *Service) Complete(ctx context.Context, userID, id int64) (time.Time, er
 	now := s.stamp()
 	var at time.Time
 	err := s.activity.InTx(ctx, func(ctx context.Context) error {
-		var err error
-		if at, err = s.store.CompleteTheme(ctx, userID, id, now); err != nil || !at.Equal(now) {
+		var (
+			created bool
+			err     error
+		)
+		if at, created, err = s.store.CompleteTheme(ctx, userID, id, now); err != nil || !created {
 			return err // a repeated completion is recorded once
 		}
 		e := &activity.Event{UserID: userID, Kind: activity.ThemeCompleted, At: now, SubjectID: id}

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"time"
 
 	"tuxlab/internal/activity"
+	"tuxlab/internal/dashboard"
 )
 
 // ActivityStore keeps the activity records and reads the dashboard's numbers.
@@ -51,4 +54,56 @@ func (s *ActivityStore) Record(ctx context.Context, e *activity.Event) error {
 	return s.q(ctx).QueryRowContext(ctx, `INSERT INTO activity (user_id, kind, at, subject_id, title, score, passed, module_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
 		e.UserID, e.Kind, e.At.UTC(), e.SubjectID, e.Title, score, passed, intArg(e.ModuleID)).Scan(&e.ID)
+}
+
+var _ dashboard.Store = (*ActivityStore)(nil)
+
+// FindEvents returns a page of a user's events, newest first, and the total.
+func (s *ActivityStore) FindEvents(ctx context.Context, userID int64, kind activity.Kind, offset, limit int) ([]*activity.Event, int, error) {
+	where, args := `WHERE user_id = $1`, []any{userID}
+	if kind != "" {
+		where, args = where+` AND kind = $2`, append(args, kind)
+	}
+	var total int
+	if err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM activity `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	n := len(args)
+	events, err := queryAll(ctx, s.q(ctx), scanEvent, `SELECT `+activityColumns+` FROM activity `+where+
+		fmt.Sprintf(` ORDER BY at DESC, id DESC LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset)...)
+	return events, total, err
+}
+
+// EventTimes returns when a user's events since a time happened, oldest first.
+func (s *ActivityStore) EventTimes(ctx context.Context, userID int64, since time.Time) ([]time.Time, error) {
+	return queryAll(ctx, s.q(ctx), func(row scanner) (time.Time, error) {
+		var t time.Time
+		err := row.Scan(&t)
+		return t.UTC(), err
+	}, `SELECT at FROM activity WHERE user_id = $1 AND at >= $2 ORDER BY at`, userID, since.UTC())
+}
+
+// FinishedAttempts returns a user's submitted and expired exam and lab
+// attempts, oldest first.
+func (s *ActivityStore) FinishedAttempts(ctx context.Context, userID int64) ([]dashboard.AttemptSummary, error) {
+	return queryAll(ctx, s.q(ctx), func(row scanner) (dashboard.AttemptSummary, error) {
+		var a dashboard.AttemptSummary
+		err := row.Scan(&a.Kind, &a.SubjectID, &a.Title, &a.StartedAt, &a.FinishedAt, &a.Status, &a.Score, &a.Passed, &a.TimeLimitMinutes)
+		a.StartedAt, a.FinishedAt = a.StartedAt.UTC(), a.FinishedAt.UTC()
+		return a, err
+	}, `SELECT 'exam', e.id, e.title, a.started_at, a.finished_at, a.status, a.score, a.passed, e.time_limit_minutes
+		FROM exam_attempts a JOIN exams e ON e.id = a.exam_id
+		WHERE a.user_id = $1 AND a.status IN ('submitted', 'expired') AND a.finished_at IS NOT NULL
+		UNION ALL
+		SELECT 'lab', l.id, l.title, a.started_at, a.finished_at, a.status, a.score, a.passed, l.time_limit_minutes
+		FROM lab_attempts a JOIN labs l ON l.id = a.lab_id
+		WHERE a.user_id = $1 AND a.status IN ('submitted', 'expired') AND a.finished_at IS NOT NULL
+		ORDER BY 5`, userID)
+}
+
+// CountRunningSandboxes counts a user's running sandboxes.
+func (s *ActivityStore) CountRunningSandboxes(ctx context.Context, userID int64) (int, error) {
+	var n int
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE user_id = $1 AND status = 'running'`, userID).Scan(&n)
+	return n, err
 }

@@ -135,9 +135,13 @@ func (s *DB) FindCompletions(ctx context.Context, userID int64) (map[int64]time.
 	return out, rows.Err()
 }
 
-// CompleteTheme records the completion once; a second call keeps the first time.
-func (s *DB) CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, error) {
-	var out time.Time
+// CompleteTheme records the completion once; a second call keeps the first
+// time. It reports whether this call recorded it.
+func (s *DB) CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, bool, error) {
+	var (
+		out     time.Time
+		created bool
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var exists int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM themes WHERE id = $1`, themeID).Scan(&exists); err != nil {
@@ -146,13 +150,19 @@ func (s *DB) CompleteTheme(ctx context.Context, userID, themeID int64, at time.T
 		if exists == 0 {
 			return lesson.ErrThemeNotFound
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO theme_completions (user_id, theme_id, completed_at) VALUES ($1, $2, $3)
-			ON CONFLICT (user_id, theme_id) DO NOTHING`, userID, themeID, at.UTC()); err != nil {
+		res, err := tx.ExecContext(ctx, `INSERT INTO theme_completions (user_id, theme_id, completed_at) VALUES ($1, $2, $3)
+			ON CONFLICT (user_id, theme_id) DO NOTHING`, userID, themeID, at.UTC())
+		if err != nil {
 			return translate(err)
 		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		created = n == 1
 		return tx.QueryRowContext(ctx, `SELECT completed_at FROM theme_completions WHERE user_id = $1 AND theme_id = $2`, userID, themeID).Scan(&out)
 	})
-	return out.UTC(), err
+	return out.UTC(), created, err
 }
 
 // slugConflict turns a unique violation into lesson.ErrSlugTaken.

@@ -1,7 +1,7 @@
 // Package activity records what learners do (a theme completed, a sandbox
 // created, a lab or exam started, checked or submitted, a profile changed),
 // each record written in the same transaction as the thing it records, and
-// computes the dashboard from those records and the domains' own rows.
+// package dashboard reads them.
 package activity
 
 import (
@@ -25,6 +25,10 @@ const (
 	PasswordChanged Kind = "password_changed"
 	AvatarChanged   Kind = "avatar_changed"
 )
+
+// Kinds lists every kind of activity.
+var Kinds = []Kind{ThemeCompleted, SandboxCreated, LabStarted, LabChecked, LabSubmitted, ExamStarted, ExamSubmitted,
+	ProfileUpdated, PasswordChanged, AvatarChanged}
 
 // Event is one record of activity.
 type Event struct {

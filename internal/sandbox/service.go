@@ -555,7 +555,8 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	// Engines end an exec when its stream closes (the shell sees its terminal
 	// hang up), so closing the session is all a closed socket needs.
 	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: t.Shell, User: t.User, TTY: true, Cols: cols, Rows: rows,
-		Env: []string{"TERM=xterm-256color"}})
+		// A login program would set USER and LOGNAME; the engine sets only HOME.
+		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,6 +36,7 @@ type Store interface {
 	// FinishedAttempts returns the user's submitted and expired attempts, oldest first.
 	FinishedAttempts(ctx context.Context, userID int64) ([]AttemptSummary, error)
 	CountRunningSandboxes(ctx context.Context, userID int64) (int, error)
+	SystemStore
 }
 
 // Curriculum is what the dashboard needs of the lessons.
@@ -320,4 +321,50 @@ func (d *Dashboard) Analytics(ctx context.Context, userID int64, days int, loc *
 		}
 	}
 	return a, nil
+}
+
+// SubjectStats counts the attempts of one exam or lab, for admins.
+type SubjectStats struct {
+	ID       int64
+	Title    string
+	Attempts int // started
+	Finished int // submitted or expired
+	Passed   int
+	PassRate int // percent of finished attempts that passed
+}
+
+// ThemeCount is how many learners completed a theme.
+type ThemeCount struct {
+	ThemeID     int64
+	Title       string
+	Completions int
+}
+
+// SystemRows is what the system view reads from the store.
+type SystemRows struct {
+	ActiveUsers7d, ActiveUsers30d int
+	SandboxesByStatus             map[string]int
+	Exams, Labs                   []SubjectStats
+	MostCompleted, LeastCompleted []ThemeCount
+}
+
+// SystemStore reads the rows of the admins' system view.
+type SystemStore interface {
+	SystemRows(ctx context.Context, now time.Time, themes int) (*SystemRows, error)
+}
+
+// System is the admins' view of learning on the platform: users active in the
+// last 7 and 30 days, sandboxes by status, attempts and pass rates per exam
+// and lab, the most and least completed themes.
+func (d *Dashboard) System(ctx context.Context) (*SystemRows, error) {
+	rows, err := d.store.SystemRows(ctx, d.now().UTC(), 5)
+	if err != nil {
+		return nil, err
+	}
+	for _, list := range [][]SubjectStats{rows.Exams, rows.Labs} {
+		for i := range list {
+			list[i].PassRate = percent(list[i].Passed, list[i].Finished)
+		}
+	}
+	return rows, nil
 }

@@ -174,6 +174,41 @@ func TestDashboardFollowsAScriptedLearner(t *testing.T) {
 			e.Get("/api/dashboard/analytics?"+bad, alice.Token).Expect(t, 422)
 		}
 
+		// The admins' system view counts the same things.
+		var sys struct {
+			Learning struct {
+				Active7d  int            `json:"active_users_7d"`
+				Active30d int            `json:"active_users_30d"`
+				Sandboxes map[string]int `json:"sandboxes_by_status"`
+				Exams     []struct {
+					Title                      string
+					Attempts, Finished, Passed int
+					PassRate                   int `json:"pass_rate"`
+				} `json:"exams"`
+				Labs []struct {
+					Attempts, Passed int
+					PassRate         int `json:"pass_rate"`
+				} `json:"laboratories"`
+				Most []struct {
+					Title       string
+					Completions int
+				} `json:"most_completed_themes"`
+				Least []struct {
+					Title       string
+					Completions int
+				} `json:"least_completed_themes"`
+			} `json:"learning"`
+		}
+		e.Get("/api/admin/stats", admin.Token).Expect(t, 200).JSON(t, &sys)
+		l := sys.Learning
+		if l.Active7d != 1 || l.Active30d != 1 || l.Sandboxes["running"] != 1 || len(l.Exams) != 1 || l.Exams[0].Attempts != 2 ||
+			l.Exams[0].Passed != 1 || l.Exams[0].PassRate != 50 || len(l.Labs) != 1 || l.Labs[0].PassRate != 100 {
+			t.Fatalf("system view %+v", l)
+		}
+		if len(l.Most) != 4 || l.Most[0].Completions != 1 || l.Least[0].Title != "Extra" || l.Least[0].Completions != 0 {
+			t.Fatalf("themes most %+v least %+v", l.Most, l.Least)
+		}
+
 		// Two days later with nothing done: the streak has lapsed, the record stays.
 		clock.Set("2026-03-05T08:00:00Z")
 		e.Get("/api/dashboard/stats?tz=Europe/Berlin", alice.Token).Expect(t, 200).JSON(t, &st)

@@ -17,6 +17,8 @@ type op struct {
 	// alsoYAML: the body may come as YAML too; optionalBody: it may be left out.
 	alsoYAML, optionalBody bool
 	text                   textBody // a Markdown request body, if any
+	form                   string   // name of a multipart/form-data request body schema, if any
+	pathParams             []param  // path parameters that are not positive integer ids
 	status                 int      // success status
 	result                 string   // name of the success body schema ("" for none)
 	paged                  bool     // sets X-Total-Count and Link
@@ -151,7 +153,8 @@ var schemas = map[string]any{
 	}),
 	"ContainerList": arrayOf(ref("Container")),
 	"Deleted":       obj([]string{"detail", "id"}, map[string]any{"detail": strSchema, "id": intSchema}),
-	"AdminStats": obj([]string{"users", "lessons", "sandboxes"}, map[string]any{
+	"AdminStats": obj([]string{"users", "lessons", "sandboxes", "learning"}, map[string]any{
+		"learning": ref("LearningStats"),
 		"sandboxes": obj([]string{"containers", "running", "templates", "engine_available"}, map[string]any{
 			"containers": intSchema, "running": intSchema, "templates": intSchema, "engine_available": boolSchema,
 		}),
@@ -251,7 +254,7 @@ func (rt route) responseCodes() []int {
 	if rt.access != public {
 		codes[401], codes[403] = true, true
 	}
-	if rt.doc.body != "" || rt.doc.text != noText {
+	if rt.doc.body != "" || rt.doc.text != noText || rt.doc.form != "" {
 		codes[413], codes[422] = true, true
 	}
 	if len(rt.doc.params) > 0 || pathParam.MatchString(rt.path) {
@@ -285,8 +288,14 @@ func (s *Server) openAPIDocument() []byte {
 		}
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
-			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
-				"schema": map[string]any{"type": "integer", "minimum": 1}})
+			pm := map[string]any{"name": m[1], "in": "path", "required": true,
+				"schema": map[string]any{"type": "integer", "minimum": 1}}
+			for _, p := range rt.doc.pathParams {
+				if p.name == m[1] {
+					pm["schema"], pm["description"] = p.schema, p.desc
+				}
+			}
+			params = append(params, pm)
 		}
 		for _, p := range rt.doc.params {
 			pm := map[string]any{"name": p.name, "in": "query", "required": p.required, "schema": p.schema}
@@ -304,6 +313,10 @@ func (s *Server) openAPIDocument() []byte {
 				content["application/yaml"] = map[string]any{"schema": ref(rt.doc.body)}
 			}
 			o["requestBody"] = map[string]any{"required": !rt.doc.optionalBody, "content": content}
+		}
+		if rt.doc.form != "" {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"multipart/form-data": map[string]any{"schema": ref(rt.doc.form)}}}
 		}
 		if rt.doc.text != noText {
 			o["requestBody"] = map[string]any{"required": rt.doc.text == requiredText,

@@ -33,6 +33,21 @@ var dashboardSchemas = map[string]any{
 		"title": strSchema, "module_id": nullableInt, "score": nullableInt, "passed": map[string]any{"type": []string{"boolean", "null"}},
 	}),
 	"ActivityList": arrayOf(ref("ActivityEvent")),
+	"SubjectStats": obj([]string{"id", "title", "attempts", "finished", "passed", "pass_rate"}, map[string]any{
+		"id": intSchema, "title": strSchema, "attempts": intSchema,
+		"finished":  map[string]any{"type": "integer", "description": "Submitted or expired."},
+		"passed":    intSchema,
+		"pass_rate": map[string]any{"type": "integer", "description": "Percent of finished attempts that passed, rounded down."}}),
+	"ThemeCount": obj([]string{"theme_id", "title", "completions"}, map[string]any{"theme_id": intSchema, "title": strSchema, "completions": intSchema}),
+	"LearningStats": obj([]string{"active_users_7d", "active_users_30d", "sandboxes_by_status", "exams", "laboratories",
+		"most_completed_themes", "least_completed_themes"}, map[string]any{
+		"active_users_7d":  map[string]any{"type": "integer", "description": "Users with any activity in the last 7 days."},
+		"active_users_30d": intSchema,
+		"sandboxes_by_status": obj([]string{"creating", "running", "stopped", "error"}, map[string]any{
+			"creating": intSchema, "running": intSchema, "stopped": intSchema, "error": intSchema}),
+		"exams": arrayOf(ref("SubjectStats")), "laboratories": arrayOf(ref("SubjectStats")),
+		"most_completed_themes": arrayOf(ref("ThemeCount")), "least_completed_themes": arrayOf(ref("ThemeCount")),
+	}),
 	"Analytics": obj([]string{"from", "to", "tz", "days", "completions_by_module", "score_history", "minutes_in_window", "minutes_total"}, map[string]any{
 		"from": map[string]any{"type": "string", "format": "date"}, "to": map[string]any{"type": "string", "format": "date"}, "tz": strSchema,
 		"days": arrayOf(obj([]string{"date", "events"}, map[string]any{"date": map[string]any{"type": "string", "format": "date"}, "events": intSchema})),

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/dashboard"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
@@ -230,6 +231,53 @@ type adminStats struct {
 	Users     auth.UserStats `json:"users"`
 	Lessons   lesson.Stats   `json:"lessons"`
 	Sandboxes sandbox.Stats  `json:"sandboxes"`
+	Learning  learningStats  `json:"learning"`
+}
+
+type subjectStats struct {
+	ID       int64  `json:"id"`
+	Title    string `json:"title"`
+	Attempts int    `json:"attempts"`
+	Finished int    `json:"finished"`
+	Passed   int    `json:"passed"`
+	PassRate int    `json:"pass_rate"`
+}
+
+type themeCount struct {
+	ThemeID     int64  `json:"theme_id"`
+	Title       string `json:"title"`
+	Completions int    `json:"completions"`
+}
+
+// learningStats is the system view of learning: who is active, sandboxes,
+// exams and labs, themes.
+type learningStats struct {
+	ActiveUsers7d     int            `json:"active_users_7d"`
+	ActiveUsers30d    int            `json:"active_users_30d"`
+	SandboxesByStatus map[string]int `json:"sandboxes_by_status"`
+	Exams             []subjectStats `json:"exams"`
+	Labs              []subjectStats `json:"laboratories"`
+	MostCompleted     []themeCount   `json:"most_completed_themes"`
+	LeastCompleted    []themeCount   `json:"least_completed_themes"`
+}
+
+func newLearningStats(r *dashboard.SystemRows) learningStats {
+	conv := func(in []dashboard.SubjectStats) []subjectStats {
+		out := make([]subjectStats, len(in))
+		for i, v := range in {
+			out[i] = subjectStats(v)
+		}
+		return out
+	}
+	themes := func(in []dashboard.ThemeCount) []themeCount {
+		out := make([]themeCount, len(in))
+		for i, v := range in {
+			out[i] = themeCount(v)
+		}
+		return out
+	}
+	return learningStats{ActiveUsers7d: r.ActiveUsers7d, ActiveUsers30d: r.ActiveUsers30d, SandboxesByStatus: r.SandboxesByStatus,
+		Exams: conv(r.Exams), Labs: conv(r.Labs), MostCompleted: themes(r.MostCompleted), LeastCompleted: themes(r.LeastCompleted)}
 }
 
 func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error {
@@ -244,6 +292,11 @@ func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error 
 	if st.Sandboxes, err = s.sandboxes.Stats(r.Context()); err != nil {
 		return err
 	}
+	sys, err := s.dashboard.System(r.Context())
+	if err != nil {
+		return err
+	}
+	st.Learning = newLearningStats(sys)
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }

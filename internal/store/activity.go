@@ -107,3 +107,58 @@ func (s *ActivityStore) CountRunningSandboxes(ctx context.Context, userID int64)
 	err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE user_id = $1 AND status = 'running'`, userID).Scan(&n)
 	return n, err
 }
+
+var _ dashboard.SystemStore = (*ActivityStore)(nil)
+
+// SystemRows reads the admins' system view; themes bounds the lists of most
+// and least completed themes.
+func (s *ActivityStore) SystemRows(ctx context.Context, now time.Time, themes int) (*dashboard.SystemRows, error) {
+	q := s.q(ctx)
+	r := &dashboard.SystemRows{SandboxesByStatus: map[string]int{"creating": 0, "running": 0, "stopped": 0, "error": 0}}
+	if err := q.QueryRowContext(ctx, `SELECT (SELECT count(DISTINCT user_id) FROM activity WHERE at >= $1),
+		(SELECT count(DISTINCT user_id) FROM activity WHERE at >= $2)`, now.AddDate(0, 0, -7), now.AddDate(0, 0, -30)).
+		Scan(&r.ActiveUsers7d, &r.ActiveUsers30d); err != nil {
+		return nil, err
+	}
+	type statusCount struct {
+		status string
+		n      int
+	}
+	counts, err := queryAll(ctx, q, func(row scanner) (statusCount, error) {
+		var c statusCount
+		return c, row.Scan(&c.status, &c.n)
+	}, `SELECT status, count(*) FROM containers GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counts {
+		r.SandboxesByStatus[c.status] = c.n
+	}
+	subjects := func(table, attempts, key string) ([]dashboard.SubjectStats, error) {
+		return queryAll(ctx, q, func(row scanner) (dashboard.SubjectStats, error) {
+			var st dashboard.SubjectStats
+			return st, row.Scan(&st.ID, &st.Title, &st.Attempts, &st.Finished, &st.Passed)
+		}, `SELECT t.id, t.title, count(a.id),
+			coalesce(sum(CASE WHEN a.status IN ('submitted', 'expired') THEN 1 ELSE 0 END), 0),
+			coalesce(sum(CASE WHEN a.passed THEN 1 ELSE 0 END), 0)
+			FROM `+table+` t LEFT JOIN `+attempts+` a ON a.`+key+` = t.id GROUP BY t.id, t.title ORDER BY t.id`)
+	}
+	if r.Exams, err = subjects("exams", "exam_attempts", "exam_id"); err != nil {
+		return nil, err
+	}
+	if r.Labs, err = subjects("labs", "lab_attempts", "lab_id"); err != nil {
+		return nil, err
+	}
+	ranked := func(order string) ([]dashboard.ThemeCount, error) {
+		return queryAll(ctx, q, func(row scanner) (dashboard.ThemeCount, error) {
+			var c dashboard.ThemeCount
+			return c, row.Scan(&c.ThemeID, &c.Title, &c.Completions)
+		}, `SELECT t.id, t.title, count(c.user_id) FROM themes t LEFT JOIN theme_completions c ON c.theme_id = t.id
+			GROUP BY t.id, t.title ORDER BY 3 `+order+`, t.id LIMIT $1`, themes)
+	}
+	if r.MostCompleted, err = ranked("DESC"); err != nil {
+		return nil, err
+	}
+	r.LeastCompleted, err = ranked("ASC")
+	return r, err
+}

@@ -207,6 +207,12 @@ func TestLoginFailures(t *testing.T) {
 		}
 		login(e, "dave", "not the password").Expect(t, http.StatusUnauthorized)
 		e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "dave"}}).Expect(t, http.StatusUnprocessableEntity)
+
+		// bcrypt reads 72 bytes: the right 72 followed by anything is still wrong.
+		long := strings.Repeat("k", 71) + "!"
+		register(e, "erin", "erin@tuxlab.org", long).Expect(t, http.StatusCreated)
+		login(e, "erin", long).Expect(t, http.StatusOK)
+		login(e, "erin", long+"anything at all").Expect(t, http.StatusUnauthorized)
 	})
 }
 

@@ -401,7 +401,7 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 	if hc.Privileged || !slices.Equal(hc.CapDrop, []string{"ALL"}) || len(hc.CapAdd) != 0 ||
 		!slices.Contains(hc.SecurityOpt, "no-new-privileges:true") || string(hc.NetworkMode) != "none" ||
 		hc.Memory != 64<<20 || hc.MemorySwap != 64<<20 || hc.NanoCPUs != 500_000_000 || hc.PidsLimit == nil || *hc.PidsLimit != 64 ||
-		len(hc.Binds) != 0 || len(res.Mounts) != 0 || hc.Init == nil || !*hc.Init {
+		len(hc.Binds) != 0 || len(res.Mounts) != 0 || hc.Init == nil || !*hc.Init || hc.LogConfig.Type != "none" {
 		t.Fatalf("BusyBox host config not hardened: %+v", hc)
 	}
 	labels := res.Config.Labels

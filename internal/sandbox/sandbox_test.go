@@ -190,3 +190,40 @@ func TestReconcile(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcileEndsUnfinishedCreations: a server that died between making a
+// container and marking it running leaves a row in creating; past the grace
+// period reconciliation ends it as the engine says, running or error.
+func TestReconcileEndsUnfinishedCreations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		started := f.create(t)
+		stopped := f.create(t)
+		if err := f.rt.Stop(ctx, stopped.EngineID, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{started.ID, stopped.ID} {
+			if _, err := db.UpdateContainer(ctx, id, func(c *sandbox.Container) error { c.Status = sandbox.StatusCreating; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Within the grace period a creation may still be under way.
+		if err := f.svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusCreating {
+			t.Fatalf("a young creating row was changed: %+v", got)
+		}
+		f.clock.Add(3 * time.Minute)
+		if err := f.svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusRunning {
+			t.Fatalf("an engine-running creation: %+v", got)
+		}
+		if got, _ := db.FindContainerByID(ctx, stopped.ID); got.Status != sandbox.StatusError {
+			t.Fatalf("a creation whose container is not running: %+v", got)
+		}
+	})
+}

@@ -631,6 +631,23 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	}
 	for _, c := range rows {
 		switch {
+		case c.Status == StatusCreating && s.now().Sub(c.CreatedAt) > 2*time.Minute:
+			// A creation that never finished (the server died mid-way): the
+			// engine says how it ended.
+			in, ok := listed[c.EngineID]
+			_, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+				if c.Status != StatusCreating {
+					return nil
+				}
+				if ok && c.EngineID != "" && in.State.Running {
+					now := s.now()
+					c.Status, c.StatusDetail, c.StartedAt, c.LastActivityAt = StatusRunning, "", &now, now
+					return nil
+				}
+				c.Status, c.StatusDetail = StatusError, "Creation did not finish: delete this sandbox and create a new one"
+				return nil
+			})
+			errList = append(errList, err)
 		case c.EngineID != "":
 			// The list already tells which containers run; only a container that
 			// vanished or changed state needs refresh (an inspect) to record why.
@@ -640,12 +657,6 @@ func (s *Service) Reconcile(ctx context.Context) error {
 			if _, err := s.refresh(ctx, rt, c); err != nil {
 				errList = append(errList, err)
 			}
-		case c.Status == StatusCreating && s.now().Sub(c.CreatedAt) > 2*time.Minute:
-			_, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
-				c.Status, c.StatusDetail = StatusError, "Creation did not finish: delete this sandbox and create a new one"
-				return nil
-			})
-			errList = append(errList, err)
 		}
 	}
 	return errors.Join(errList...)

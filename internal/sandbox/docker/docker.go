@@ -109,6 +109,9 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		SecurityOpt: security,
 		Init:        &init,
 		Runtime:     s.Runtime,
+		// Nothing a sandbox prints reaches the engine's log files: writing to
+		// /proc/1/fd/1 must not fill the host's disk.
+		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{
 			Memory:     s.MemoryBytes,
 			MemorySwap: s.MemoryBytes, // no swap beyond the memory limit

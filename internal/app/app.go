@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	}
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
-	a.Profiles = &profile.Service{}
+	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), log)
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
 			return nil, fmt.Errorf("load the bundled curriculum: %w", err)

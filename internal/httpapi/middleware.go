@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"tuxlab/internal/profile"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -184,11 +185,15 @@ func (s *Server) originAllowed(origin string) bool {
 // otherwise when the handler reads past it.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > s.maxBody {
+		limit := s.maxBody
+		if r.Method == http.MethodPost && r.URL.Path == "/api/profile/avatar" {
+			limit = max(limit, profile.MaxAvatarBytes+multipartSlack) // an image, not JSON
+		}
+		if r.ContentLength > limit {
 			s.writeError(w, r, errBodyTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -219,7 +220,8 @@ func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	if err := s.auth.DeleteUser(r.Context(), id); err != nil {
+	// The user's avatar file goes too, once the row is gone.
+	if err := s.profiles.DeleteUser(r.Context(), id, func(ctx context.Context) error { return s.auth.DeleteUser(ctx, id) }); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "User deleted", "id": id})

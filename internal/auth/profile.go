@@ -1,0 +1,82 @@
+package auth
+
+import (
+	"context"
+	"strings"
+
+	"tuxlab/internal/errs"
+)
+
+// Where the fields of a password change sit in its request.
+var (
+	locCurrentPassword = []any{"body", "current_password"}
+	locNewPassword     = []any{"body", "new_password"}
+)
+
+// ErrWrongPassword is a password change whose current password is wrong. It is
+// a validation error on the field (422), not 401 or 403: the caller's token is
+// fine, and a form shows the message next to the field.
+var ErrWrongPassword = errs.Field(locCurrentPassword, "Current password is incorrect", "value_error")
+
+// PasswordChange is a user's password change, checked and hashed, ready to be
+// stored by ApplyPasswordChange. The bcrypt work is done by then, so the
+// transaction that stores the change stays short.
+type PasswordChange struct {
+	userID int64
+	hash   string
+}
+
+// PreparePasswordChange checks a user's own password change: current must be
+// the user's password, next must pass the registration rules and differ from
+// current. Both bcrypt computations run on the bounded hasher (503 when its
+// queue is full), outside any transaction. Checking the current password counts
+// as a login attempt of the user for the per-username rate limit (429), so a
+// stolen token cannot be used to guess the password faster than a login could.
+// Problems are 422 at ["body", "current_password"] or ["body", "new_password"].
+func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, next string) (*PasswordChange, error) {
+	u, err := s.users.FindUserByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var f errs.Fields
+	if current == "" {
+		f.Add(locCurrentPassword, "Field required: your current password", "missing")
+	}
+	ValidatePassword(&f, locNewPassword, next, u.Username)
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	if ok, wait := s.perUser.Allow(strings.ToLower(u.Username)); !ok {
+		return nil, tooMany(wait)
+	}
+	ok, err := s.hasher.Verify(ctx, u.PasswordHash, current)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrWrongPassword
+	}
+	if next == current {
+		return nil, errs.Field(locNewPassword, "The new password must differ from the current one", "value_error")
+	}
+	hash, err := s.hasher.Hash(ctx, next)
+	if err != nil {
+		return nil, err
+	}
+	return &PasswordChange{userID: id, hash: hash}, nil
+}
+
+// ApplyPasswordChange stores a prepared change and returns the updated user:
+// tokens issued before now stop working. It joins the transaction ctx carries,
+// so the caller can record the change in the same one.
+func (s *Service) ApplyPasswordChange(ctx context.Context, c *PasswordChange) (*User, error) {
+	now := s.now().UTC()
+	return s.users.UpdateUser(ctx, c.userID, func(u *User, _ int) error {
+		u.PasswordHash, u.PasswordChangedAt, u.UpdatedAt = c.hash, now, now
+		return nil
+	})
+}
+
+// IssueToken returns a fresh access token for u, as a login would; for a
+// caller who has just proven their password some other way (a password change).
+func (s *Service) IssueToken(u *User) (string, error) { return s.tokens.Issue(u) }

@@ -676,3 +676,49 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 		}
 	}, func(c *config.Config) { c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = 2, 1 })
 }
+
+// TestConcurrentCreatesRespectTheHostCap: many learners creating at once
+// cannot pass the host-wide cap together (before, 18 creates by 9 users
+// passed a cap of 20 with 22 running).
+func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
+	apitest.RequireEngine(t)
+	const hostCap = 3
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		tpl := busyboxTemplate(t, e)
+		var users []*apitest.User
+		for i := range 6 {
+			users = append(users, e.CreateUser(fmt.Sprintf("learner%d", i), auth.RoleStudent))
+		}
+		statuses := make([]int, 2*len(users))
+		var wg sync.WaitGroup
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: users[i/2].Token, Body: map[string]any{"template_id": tpl}})
+				statuses[i] = r.Status
+			}()
+		}
+		wg.Wait()
+		t.Cleanup(func() {
+			cs, _, _ := e.App.Sandboxes.ListAll(context.Background(), 0, 0)
+			for _, c := range cs {
+				e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID)
+			}
+		})
+		created := 0
+		for _, s := range statuses {
+			switch s {
+			case 201:
+				created++
+			case 503:
+			default:
+				t.Fatalf("a concurrent create answered %d: %v", s, statuses)
+			}
+		}
+		n, err := e.DB.CountRunning(context.Background())
+		if created != hostCap || err != nil || n != hostCap {
+			t.Fatalf("%d created, %d running (%v) with a host cap of %d: %v", created, n, err, hostCap, statuses)
+		}
+	}, func(c *config.Config) { c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = hostCap, 2, 2 })
+}

@@ -178,14 +178,16 @@ type Store interface {
 
 	// CreateContainer inserts c after check passes, in one transaction that
 	// serialises the user's creations, so a quota cannot be raced past.
-	CreateContainer(ctx context.Context, c *Container, check func(existing []*Container) error) error
+	// check also gets the sandboxes running (or being created) on the whole
+	// host, counted under a host-wide lock, so the host cap holds too.
+	CreateContainer(ctx context.Context, c *Container, check func(existing []*Container, runningOnHost int) error) error
 	FindContainerByID(ctx context.Context, id int64) (*Container, error)
 	FindContainers(ctx context.Context, f ContainerFilter) ([]*Container, int, error)
 	// UpdateContainer applies change to container id in one transaction.
 	UpdateContainer(ctx context.Context, id int64, change func(c *Container) error) (*Container, error)
 	// UpdateContainerOfUser is UpdateContainer with the user's other containers
 	// in hand, serialised per user like CreateContainer, for quota checks.
-	UpdateContainerOfUser(ctx context.Context, id int64, change func(c *Container, others []*Container) error) (*Container, error)
+	UpdateContainerOfUser(ctx context.Context, id int64, change func(c *Container, others []*Container, runningOnHost int) error) (*Container, error)
 	DeleteContainer(ctx context.Context, id int64) error
 	CountRunning(ctx context.Context) (int, error)
 	// Setting and SetSetting keep install-wide values, such as the instance id.

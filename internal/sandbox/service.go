@@ -191,7 +191,12 @@ func (s *Service) Create(ctx context.Context, a Actor, n NewContainer) (*Contain
 	now := s.now()
 	c := &Container{UserID: a.UserID, TemplateID: t.ID, Name: n.Name, Status: StatusCreating,
 		CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(s.opt.MaxLifetime)}
-	err = s.store.CreateContainer(ctx, c, s.checkUserQuota)
+	err = s.store.CreateContainer(ctx, c, func(existing []*Container, running int) error {
+		if err := s.checkUserQuota(existing); err != nil {
+			return err
+		}
+		return s.checkHostRunning(running)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +235,13 @@ func (s *Service) checkHostCapacity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.checkHostRunning(n)
+}
+
+// checkHostRunning refuses one more running sandbox past the host-wide cap.
+// The store calls it again under a host-wide lock, so concurrent creations
+// and starts cannot pass the cap together.
+func (s *Service) checkHostRunning(n int) error {
 	if n >= s.opt.MaxRunningHost {
 		return &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
 			Detail: "The platform is at capacity: too many sandboxes are running. Try again in a few minutes"}
@@ -453,11 +465,14 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 	// the running quota together; undo the reservation if the engine fails.
 	now := s.now()
 	prevStopped := c.StoppedAt
-	_, err = s.store.UpdateContainerOfUser(ctx, c.ID, func(c *Container, others []*Container) error {
+	_, err = s.store.UpdateContainerOfUser(ctx, c.ID, func(c *Container, others []*Container, running int) error {
 		if c.Status == StatusRunning {
 			return nil
 		}
 		if err := s.checkUserRunning(others); err != nil {
+			return err
+		}
+		if err := s.checkHostRunning(running); err != nil {
 			return err
 		}
 		c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now

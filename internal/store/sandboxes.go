@@ -160,13 +160,17 @@ func timeArg(t *time.Time) any {
 // CreateContainer inserts c once check accepts the user's existing containers.
 // The user's row is locked (PostgreSQL) or the write transaction is exclusive
 // (SQLite), so two creations by one user cannot both pass a quota.
-func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check func([]*sandbox.Container) error) error {
+func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check func([]*sandbox.Container, int) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
+		running, err := s.lockHostRunning(ctx, tx)
+		if err != nil {
+			return err
+		}
 		existing, err := s.lockUserContainers(ctx, tx, c.UserID)
 		if err != nil {
 			return err
 		}
-		if err := check(existing); err != nil {
+		if err := check(existing, running); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO containers (user_id, template_id, name, engine_id, status, status_detail,
@@ -175,6 +179,25 @@ func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check fu
 			c.UserID, c.TemplateID, c.Name, c.EngineID, c.Status, c.StatusDetail, c.CreatedAt.UTC(), timeArg(c.StartedAt),
 			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC()).Scan(&c.ID)
 	})
+}
+
+// hostLock is the key of the PostgreSQL advisory lock that serialises every
+// creation and start of a sandbox on the install, so the host-wide cap is
+// counted by one transaction at a time ("tuxlab" in ASCII).
+const hostLock = 0x7475786c6162
+
+// lockHostRunning takes the host-wide lock (PostgreSQL; SQLite's write
+// transactions are exclusive already) and counts the sandboxes running or
+// being created.
+func (s *DB) lockHostRunning(ctx context.Context, tx *sql.Tx) (int, error) {
+	if s.dialect.Engine == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(hostLock)); err != nil {
+			return 0, fmt.Errorf("host lock: %w", err)
+		}
+	}
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE status IN ('running', 'creating')`).Scan(&n)
+	return n, err
 }
 
 // lockUserContainers locks the user's row (PostgreSQL; SQLite's write
@@ -189,13 +212,17 @@ func (s *DB) lockUserContainers(ctx context.Context, tx *sql.Tx, userID int64) (
 
 // UpdateContainerOfUser applies change to container id with the user's other
 // containers, in one transaction serialised per user.
-func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*sandbox.Container, []*sandbox.Container) error) (*sandbox.Container, error) {
+func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*sandbox.Container, []*sandbox.Container, int) error) (*sandbox.Container, error) {
 	c, err := s.FindContainerByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	var out *sandbox.Container
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		running, err := s.lockHostRunning(ctx, tx)
+		if err != nil {
+			return err
+		}
 		all, err := s.lockUserContainers(ctx, tx, c.UserID)
 		if err != nil {
 			return err
@@ -211,7 +238,7 @@ func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*s
 		if out == nil {
 			return sandbox.ErrContainerNotFound
 		}
-		if err := change(out, others); err != nil {
+		if err := change(out, others, running); err != nil {
 			return err
 		}
 		return s.writeContainer(ctx, tx, out)

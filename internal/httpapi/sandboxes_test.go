@@ -720,5 +720,7 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 		if created != hostCap || err != nil || n != hostCap {
 			t.Fatalf("%d created, %d running (%v) with a host cap of %d: %v", created, n, err, hostCap, statuses)
 		}
-	}, func(c *config.Config) { c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = hostCap, 2, 2 })
+	}, func(c *config.Config) {
+		c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = hostCap, 2, 2
+	})
 }

@@ -175,8 +175,11 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*User, error)
 	if u.Username != c.Username {
 		return nil, ErrTokenUserGone
 	}
-	// Tokens issued before the last password change are dead.
+	// Tokens issued before the last password change, or up to a logout, are dead.
 	if c.Issued().Before(u.PasswordChangedAt.Truncate(time.Microsecond)) {
+		return nil, ErrInvalidToken
+	}
+	if u.TokensRevokedAt != nil && !c.Issued().After(u.TokensRevokedAt.Truncate(time.Microsecond)) {
 		return nil, ErrInvalidToken
 	}
 	if !u.IsActive {
@@ -271,4 +274,15 @@ func (s *Service) EnsureAdmin(ctx context.Context, n NewUser) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// Logout revokes the user's tokens: the one presented and every other issued
+// until now, so a stolen token can be cut off. Logging in again issues a new one.
+func (s *Service) Logout(ctx context.Context, id int64) error {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	_, err := s.users.UpdateUser(ctx, id, func(u *User, _ int) error {
+		u.TokensRevokedAt, u.UpdatedAt = &now, now
+		return nil
+	})
+	return err
 }

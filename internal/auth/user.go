@@ -46,7 +46,8 @@ type User struct {
 	PasswordHash      string `json:"-"`
 	Role              Role
 	IsActive          bool
-	PasswordChangedAt time.Time // tokens issued before it are refused
+	PasswordChangedAt time.Time  // tokens issued before it are refused
+	TokensRevokedAt   *time.Time // logout: tokens issued at or before it are refused
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }

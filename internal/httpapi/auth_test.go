@@ -364,3 +364,25 @@ func TestConcurrentRegistrationOfOneName(t *testing.T) {
 		}
 	})
 }
+
+// TestLogoutRevokesTheToken: after logout the token (and any older one) is
+// refused, on both databases; a new login works.
+func TestLogoutRevokesTheToken(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("frank", auth.RoleStudent)
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		login(e, "frank", apitest.Password).Expect(t, http.StatusOK).JSON(t, &tok)
+		e.Get("/api/auth/me", tok.AccessToken).Expect(t, http.StatusOK)
+		e.Do(apitest.Request{Method: "POST", Path: "/api/auth/logout", Token: tok.AccessToken}).Expect(t, http.StatusOK)
+		for _, old := range []string{tok.AccessToken, u.Token} {
+			if r := e.Get("/api/auth/me", old).Expect(t, http.StatusUnauthorized); r.Header.Get("WWW-Authenticate") != "Bearer" {
+				t.Fatalf("401 without WWW-Authenticate")
+			}
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/api/auth/logout", Token: tok.AccessToken}).Expect(t, http.StatusUnauthorized)
+		login(e, "frank", apitest.Password).Expect(t, http.StatusOK).JSON(t, &tok)
+		e.Get("/api/auth/me", tok.AccessToken).Expect(t, http.StatusOK)
+	})
+}

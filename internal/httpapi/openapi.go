@@ -73,7 +73,8 @@ var pageParams = []param{
 
 // schemas are the components every operation refers to.
 var schemas = map[string]any{
-	"Error": obj([]string{"detail"}, map[string]any{"detail": strSchema}),
+	"Error":   obj([]string{"detail"}, map[string]any{"detail": strSchema}),
+	"Message": obj([]string{"detail"}, map[string]any{"detail": strSchema}),
 	"ValidationError": obj([]string{"detail"}, map[string]any{"detail": arrayOf(obj([]string{"loc", "msg", "type"}, map[string]any{
 		"loc":  arrayOf(map[string]any{"type": []string{"string", "integer"}}),
 		"msg":  strSchema,
@@ -171,7 +172,9 @@ var (
 		errors: []int{409, 429}, desc: "409 `Username already registered` or `Email already registered`. 422 lists every invalid field, including e-mail domains that cannot receive mail (.test, .invalid, .localhost, .local, example.com...). Rate limited per client IP."}
 	docLogin = op{tag: "auth", summary: "Log in and get a bearer token", body: "LoginRequest", status: 200, result: "Token",
 		errors: []int{401, 403, 429, 503}, desc: "401 for an unknown user or a wrong password alike; 403 `User account is inactive`. Rate limited per client IP and per username (429 with Retry-After)."}
-	docMe = op{tag: "auth", summary: "The calling user", status: 200, result: "User"}
+	docMe     = op{tag: "auth", summary: "The calling user", status: 200, result: "User"}
+	docLogout = op{tag: "auth", summary: "Log out: revoke this token and every one issued before it", status: 200, result: "Message",
+		desc: "A stolen token is cut off by logging out (or changing the password). Log in again for a new token. Logging out ends the account's sessions on every device."}
 
 	docAdminListUsers = op{tag: "admin", summary: "List users, paginated", status: 200, result: "UserList", paged: true,
 		params: append([]param{{name: "role", schema: roleSchema, desc: "Only users with this role."}}, pageParams...)}

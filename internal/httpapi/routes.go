@@ -42,6 +42,7 @@ func (s *Server) coreRoutes() []route {
 		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},
 		{"POST", "/api/auth/login", public, s.handleLogin, docLogin},
 		{"GET", "/api/auth/me", user, s.handleMe, docMe},
+		{"POST", "/api/auth/logout", user, s.handleLogout, docLogout},
 
 		// Lessons
 		{"GET", "/api/lessons/modules", user, s.handleModules, docModules},

@@ -94,6 +94,15 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// handleLogout revokes the caller's tokens: this one and every one issued before.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
+	if err := s.auth.Logout(r.Context(), currentUser(r).ID); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"detail": "Logged out: this token and every older one are revoked"})
+	return nil
+}
+
 // Pagination bounds from DECISIONS.md.
 const (
 	defaultPageSize = 50

@@ -12,14 +12,18 @@ import (
 
 var _ auth.UserStore = (*DB)(nil)
 
-const userColumns = `id, username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at`
+const userColumns = `id, username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at,
+	tokens_revoked_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanUser(row scanner) (*auth.User, error) {
-	var u auth.User
+	var (
+		u       auth.User
+		revoked sql.NullTime
+	)
 	err := row.Scan(&u.ID, &u.Username, &u.Email, &u.PasswordHash, &u.Role, &u.IsActive,
-		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt)
+		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, auth.ErrUserNotFound
 	}
@@ -27,6 +31,7 @@ func scanUser(row scanner) (*auth.User, error) {
 		return nil, err
 	}
 	u.PasswordChangedAt, u.CreatedAt, u.UpdatedAt = u.PasswordChangedAt.UTC(), u.CreatedAt.UTC(), u.UpdatedAt.UTC()
+	u.TokensRevokedAt = nullTime(revoked)
 	return &u, nil
 }
 
@@ -141,8 +146,9 @@ func (s *DB) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE users SET username = $1, email = $2, password_hash = $3, role = $4,
-			is_active = $5, password_changed_at = $6, updated_at = $7 WHERE id = $8`,
-			u.Username, u.Email, u.PasswordHash, u.Role, u.IsActive, u.PasswordChangedAt.UTC(), u.UpdatedAt.UTC(), u.ID)
+			is_active = $5, password_changed_at = $6, updated_at = $7, tokens_revoked_at = $8 WHERE id = $9`,
+			u.Username, u.Email, u.PasswordHash, u.Role, u.IsActive, u.PasswordChangedAt.UTC(), u.UpdatedAt.UTC(),
+			timeArg(u.TokensRevokedAt), u.ID)
 		if err = translate(err); errors.Is(err, ErrUnique) {
 			return errs.E(errs.Conflict, "Username or email already registered")
 		}

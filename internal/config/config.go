@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,17 +48,19 @@ type Config struct {
 	BcryptWorkers      int   // TUXLAB_BCRYPT_WORKERS: password hashes computed at once (0: one less than the CPUs)
 
 	// Sandboxes.
-	SandboxEngine            string        // TUXLAB_SANDBOX_ENGINE: docker (default) or none
-	SandboxMaxPerUser        int           // TUXLAB_SANDBOX_MAX_PER_USER
-	SandboxMaxRunningPerUser int           // TUXLAB_SANDBOX_MAX_RUNNING_PER_USER
-	SandboxMaxRunning        int           // TUXLAB_SANDBOX_MAX_RUNNING: host-wide cap
-	SandboxIdleTimeout       time.Duration // TUXLAB_SANDBOX_IDLE_TIMEOUT
-	SandboxMaxLifetime       time.Duration // TUXLAB_SANDBOX_MAX_LIFETIME
-	SandboxReconcileInterval time.Duration // TUXLAB_SANDBOX_RECONCILE_INTERVAL
-	TerminalIdleTimeout      time.Duration // TUXLAB_TERMINAL_IDLE_TIMEOUT
-	TerminalsPerSandbox      int           // TUXLAB_TERMINALS_PER_SANDBOX
-	LabCheckInterval         time.Duration // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
-	CheckTimeout             time.Duration // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
+	SandboxEngine            string         // TUXLAB_SANDBOX_ENGINE: docker (default) or none
+	SandboxMaxPerUser        int            // TUXLAB_SANDBOX_MAX_PER_USER
+	SandboxMaxRunningPerUser int            // TUXLAB_SANDBOX_MAX_RUNNING_PER_USER
+	SandboxMaxRunning        int            // TUXLAB_SANDBOX_MAX_RUNNING: host-wide cap
+	SandboxIdleTimeout       time.Duration  // TUXLAB_SANDBOX_IDLE_TIMEOUT
+	SandboxMaxLifetime       time.Duration  // TUXLAB_SANDBOX_MAX_LIFETIME
+	SandboxReconcileInterval time.Duration  // TUXLAB_SANDBOX_RECONCILE_INTERVAL
+	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
+	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
+	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
+	TrustedProxies           []netip.Prefix // TUXLAB_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed
+	MetricsToken             Secret         // TUXLAB_METRICS_TOKEN: when set, /metrics needs it as a bearer token
+	CheckTimeout             time.Duration  // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -121,6 +124,22 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
+	c.MetricsToken = Secret(getenv("TUXLAB_METRICS_TOKEN"))
+	for _, p := range strings.Split(getenv("TUXLAB_TRUSTED_PROXIES"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				env.fail(fmt.Errorf("TUXLAB_TRUSTED_PROXIES: %q is neither an IP address nor a CIDR prefix (such as 10.0.0.0/8)", p))
+				continue
+			}
+			prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
+	}
 	for _, o := range strings.Split(getenv("TUXLAB_CORS_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimRight(o, "/"))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ func TestLoadRejects(t *testing.T) {
 		{"production without secret", map[string]string{"TUXLAB_ENV": "production"}, "SECRET_KEY"},
 		{"production with a short secret", map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": "short"}, "SECRET_KEY"},
 		{"unknown env", map[string]string{"TUXLAB_ENV": "staging"}, "TUXLAB_ENV"},
+		{"a proxy that is no address", map[string]string{"TUXLAB_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "TUXLAB_TRUSTED_PROXIES"},
 		{"bad ttl", map[string]string{"ACCESS_TOKEN_EXPIRE_MINUTES": "ten"}, "ACCESS_TOKEN_EXPIRE_MINUTES"},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
 		{"bootstrap without password", map[string]string{"TUXLAB_BOOTSTRAP_ADMIN": "root:root@tuxlab.org"}, "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"},
@@ -65,5 +67,16 @@ func TestDevelopmentSecretIsKept(t *testing.T) {
 	}
 	if got := redactURL("postgres://u:pw@db:5432/tuxlab"); got != "postgres://u:******@db:5432/tuxlab" {
 		t.Fatalf("redact: %s", got)
+	}
+}
+
+func TestTrustedProxiesParse(t *testing.T) {
+	c, err := Load(env(map[string]string{"TUXLAB_TRUSTED_PROXIES": " 10.0.0.0/8, 192.0.2.7 ,::1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.TrustedProxies)
+	if got != "[10.0.0.0/8 192.0.2.7/32 ::1/128]" {
+		t.Fatalf("parsed %s", got)
 	}
 }

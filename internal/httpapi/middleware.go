@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"tuxlab/internal/profile"
 
@@ -142,7 +144,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			// and the terminal carries its token there.
 			s.log.LogAttrs(r.Context(), s.accessLogLevel, "request",
 				slog.String("request_id", id),
-				slog.Group("request", "method", r.Method, "path", r.URL.Path, "route", route, "remote", clientIP(r)),
+				slog.Group("request", "method", r.Method, "path", r.URL.Path, "route", route, "remote", s.clientIP(r)),
 				slog.Group("response", "status", rw.status, "bytes", rw.bytes, "duration_ms", float64(elapsed.Microseconds())/1000),
 			)
 		}()
@@ -198,12 +200,43 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// clientIP is the peer address. tuxlab does not trust X-Forwarded-For: behind a
-// proxy, rate limits apply to the proxy unless it is configured to pass through.
-func clientIP(r *http.Request) string {
+// clientIP is the address of the client: the peer, or, when the peer is a
+// trusted proxy, the nearest address in X-Forwarded-For that is not one
+// (read from the right, since a client can write anything on the left).
+// Without trusted proxies X-Forwarded-For is ignored: anyone could forge it.
+func (s *Server) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if !s.trusted(host) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if _, err := netip.ParseAddr(hop); err != nil {
+			return host // a malformed chain: trust only what we saw
+		}
+		if !s.trusted(hop) {
+			return hop
+		}
+		host = hop
 	}
 	return host
+}
+
+// trusted reports whether addr is one of the configured proxies.
+func (s *Server) trusted(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range s.trustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

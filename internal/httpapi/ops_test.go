@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -110,5 +111,51 @@ func TestOpenAPIDocumentAndDocs(t *testing.T) {
 	var anyDoc map[string]any
 	if err := json.Unmarshal(r.Body, &anyDoc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestMetricsToken(t *testing.T) {
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.MetricsToken = "metrics-secret-0123456789" })
+	e.Get("/metrics", "").Expect(t, http.StatusUnauthorized)
+	e.Get("/metrics", "wrong").Expect(t, http.StatusUnauthorized)
+	if body := string(e.Get("/metrics", "metrics-secret-0123456789").Expect(t, http.StatusOK).Body); !strings.Contains(body, "go_goroutines") {
+		t.Fatal("no metrics with the right token")
+	}
+}
+
+// TestTrustedProxies: behind a listed proxy every learner of a class shares
+// the proxy's address, so the client is read from X-Forwarded-For, only then.
+func TestTrustedProxies(t *testing.T) {
+	attempt := func(e *apitest.Env, forwarded string) int {
+		return e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "nobody", "password": "wrong password"},
+			Header: http.Header{"X-Forwarded-For": {forwarded}}}).Status
+	}
+	limit := func(c *config.Config) { c.AuthPerIPPerMinute = 2 }
+	behind := apitest.New(t, "sqlite", limit, func(c *config.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	for range 2 {
+		if s := attempt(behind, "198.51.100.1"); s != http.StatusUnauthorized {
+			t.Fatalf("first attempts from 198.51.100.1: %d", s)
+		}
+	}
+	if s := attempt(behind, "198.51.100.1"); s != http.StatusTooManyRequests {
+		t.Fatalf("third attempt from 198.51.100.1: %d", s)
+	}
+	// Another learner behind the same proxy has a budget of their own; a
+	// forged entry on the left of the chain changes nothing.
+	if s := attempt(behind, "198.51.100.2"); s != http.StatusUnauthorized {
+		t.Fatalf("another client behind the proxy: %d", s)
+	}
+	if s := attempt(behind, "203.0.113.9, 198.51.100.1"); s != http.StatusTooManyRequests {
+		t.Fatalf("a forged left-hand entry escaped the limit: %d", s)
+	}
+
+	// Without trusted proxies the header is ignored: anyone could write it.
+	direct := apitest.New(t, "sqlite", limit)
+	attempt(direct, "198.51.100.1")
+	attempt(direct, "198.51.100.2")
+	if s := attempt(direct, "198.51.100.3"); s != http.StatusTooManyRequests {
+		t.Fatalf("a forged X-Forwarded-For escaped the per-address limit: %d", s)
 	}
 }

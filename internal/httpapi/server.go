@@ -4,10 +4,14 @@
 package httpapi
 
 import (
+	"crypto/subtle"
+	"net/netip"
+
 	"context"
 	"log/slog"
 	"net/http"
 	"time"
+	"tuxlab/internal/errs"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -44,6 +48,10 @@ type Deps struct {
 
 	CORSOrigins  []string
 	MaxBodyBytes int64
+	// TrustedProxies are the peers whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
 	// AccessLogLevel is the level of the per-request log line (Info by default).
 	AccessLogLevel slog.Level
 }
@@ -62,6 +70,8 @@ type Server struct {
 	log            *slog.Logger
 	version        string
 	corsOrigins    []string
+	trustedProxies []netip.Prefix
+	metricsToken   string
 	maxBody        int64
 	accessLogLevel slog.Level
 
@@ -76,7 +86,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{
 		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, db: d.DB, log: d.Log, version: d.Version,
-		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, accessLogLevel: d.AccessLogLevel,
+		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}
 	if s.maxBody <= 0 {
@@ -96,7 +106,7 @@ func New(d Deps) *Server {
 	}
 	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.guardMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
 	mux.Handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
 	mux.Handle("GET /docs", http.HandlerFunc(s.handleDocs))
 	s.handler = s.observe(s.cors(s.limitBody(s.jsonFallbacks(mux))))
@@ -149,6 +159,22 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// guardMetrics requires the metrics token, when one is configured, as a
+// bearer token: /metrics tells about every learner's activity.
+func (s *Server) guardMetrics(next http.Handler) http.Handler {
+	if s.metricsToken == "" {
+		return next
+	}
+	want := []byte(s.metricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(bearerToken(r)), want) != 1 {
+			s.writeError(w, r, errs.E(errs.Unauthenticated, "Metrics need the metrics token (TUXLAB_METRICS_TOKEN) as a bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Registry exposes the metrics registry so other parts of tuxlab can add collectors.

@@ -35,7 +35,7 @@ type registerRequest struct {
 }
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
-	if err := s.auth.RateLimitIP(clientIP(r)); err != nil {
+	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
 		return err
 	}
 	var req registerRequest
@@ -68,7 +68,7 @@ type tokenResponse struct {
 }
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
-	if err := s.auth.RateLimitIP(clientIP(r)); err != nil {
+	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
 		return err
 	}
 	var req loginRequest

@@ -45,7 +45,28 @@ func (s *DB) migrations() ([]migration, error) {
 // Migrate applies every migration not yet recorded, each in its own transaction,
 // in file-name order. It refuses a database that has migrations this binary does
 // not know: that database belongs to a newer tuxlab.
+//
+// On PostgreSQL the whole run holds an advisory lock, so replicas starting
+// together migrate once: the others wait, then find nothing left to do.
 func (s *DB) Migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
+	if s.dialect.Engine == Postgres {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("migration lock: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+			return 0, fmt.Errorf("migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	}
+	return s.migrate(ctx, log)
+}
+
+// migrationLock keys the advisory lock of Migrate ("tuxmig" in ASCII).
+const migrationLock = 0x7475786d6967
+
+func (s *DB) migrate(ctx context.Context, log *slog.Logger) (applied int, err error) {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		name TEXT PRIMARY KEY,
 		applied_at TIMESTAMP NOT NULL)`); err != nil {

@@ -88,3 +88,47 @@ func TestUserRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// TestReplicasMigrateOnce: replicas starting together on one fresh PostgreSQL
+// database migrate it once; none of them fails on the others' tables.
+func TestReplicasMigrateOnce(t *testing.T) {
+	for _, eng := range storetest.Engines() {
+		if eng != store.Postgres {
+			continue // an embedded SQLite file has one server
+		}
+		dsn, _ := storetest.URL(t, eng)
+		ctx := context.Background()
+		var dbs []*store.DB
+		for range 4 {
+			db, err := store.Open(ctx, dsn, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			dbs = append(dbs, db)
+		}
+		applied := make([]int, len(dbs))
+		errList := make([]error, len(dbs))
+		done := make(chan struct{})
+		for i, db := range dbs {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				applied[i], errList[i] = db.Migrate(ctx, quiet)
+			}()
+		}
+		for range dbs {
+			<-done
+		}
+		total := 0
+		for i := range dbs {
+			if errList[i] != nil {
+				t.Fatalf("replica %d: %v", i, errList[i])
+			}
+			total += applied[i]
+		}
+		var recorded int
+		if err := dbs[0].SQL().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&recorded); err != nil || total != recorded || total == 0 {
+			t.Fatalf("replicas applied %v, %d recorded (%v)", applied, recorded, err)
+		}
+	}
+}

@@ -84,9 +84,43 @@ func (s Secret) String() string {
 // LogValue keeps secrets out of structured logs.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// Load reads the configuration through getenv and validates it.
-// It does not touch the file system; see EnsureSecret for the development secret.
+// FileSecrets are the variables that may instead name a file holding the
+// value, as NAME_FILE (Docker and systemd credentials, Kubernetes secrets):
+// secrets then stay out of the environment, which other processes can read.
+var FileSecrets = []string{"SECRET_KEY", "DATABASE_URL", "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD", "TUXLAB_METRICS_TOKEN"}
+
+// withFileSecrets wraps getenv so that NAME reads the file NAME_FILE names.
+func withFileSecrets(getenv func(string) string) (func(string) string, error) {
+	values := map[string]string{}
+	for _, name := range FileSecrets {
+		path := getenv(name + "_FILE")
+		if path == "" {
+			continue
+		}
+		if getenv(name) != "" {
+			return nil, fmt.Errorf("set %s or %s_FILE, not both", name, name)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		values[name] = strings.TrimRight(string(b), "\r\n")
+	}
+	return func(k string) string {
+		if v, ok := values[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}, nil
+}
+
+// Load reads the configuration through getenv and validates it. Files are
+// read only for NAME_FILE variables; see EnsureSecret for the development secret.
 func Load(getenv func(string) string) (Config, error) {
+	getenv, err := withFileSecrets(getenv)
+	if err != nil {
+		return Config{}, err
+	}
 	c := Config{
 		Env:                stringOr(getenv("TUXLAB_ENV"), Development),
 		Addr:               stringOr(getenv("TUXLAB_ADDR"), "127.0.0.1:8000"),

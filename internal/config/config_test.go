@@ -80,3 +80,23 @@ func TestTrustedProxiesParse(t *testing.T) {
 		t.Fatalf("parsed %s", got)
 	}
 }
+
+func TestSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "secret_key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("s", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(env(map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY_FILE": key}))
+	if err != nil || string(c.SecretKey) != strings.Repeat("s", 40) {
+		t.Fatalf("secret from a file: %v", err)
+	}
+	for name, vars := range map[string]map[string]string{
+		"both":    {"SECRET_KEY": "x", "SECRET_KEY_FILE": key},
+		"missing": {"SECRET_KEY_FILE": filepath.Join(dir, "nope")},
+	} {
+		if _, err := Load(env(vars)); err == nil || !strings.Contains(err.Error(), "SECRET_KEY") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -64,6 +64,24 @@ func TestAdminUserManagement(t *testing.T) {
 			t.Fatalf("created %+v", created)
 		}
 		login(e, "tutor", "long enough pw").Expect(t, 200)
+
+		// The same as a JSON body, which keeps the password out of the URL.
+		e.Do(apitest.Request{Method: "POST", Path: "/api/admin/users", Token: root.Token,
+			Body: map[string]string{"username": "mentor", "email": "mentor@tuxlab.org", "password": "another long pw"}}).Expect(t, http.StatusCreated).JSON(t, &created)
+		if created.Role != "student" || created.Username != "mentor" {
+			t.Fatalf("created from a body %+v", created)
+		}
+		login(e, "mentor", "another long pw").Expect(t, 200)
+		rb := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/users", Token: root.Token,
+			Body: map[string]string{"username": "x", "email": "nobody@example.com"}}).Expect(t, http.StatusUnprocessableEntity)
+		if got := locs(t, rb); len(got) != 1 || got[0] != "body.password" {
+			t.Fatalf("missing password at %v", got)
+		}
+		rb = e.Do(apitest.Request{Method: "POST", Path: "/api/admin/users", Token: root.Token,
+			Body: map[string]string{"username": "shorty", "email": "nobody@example.com", "password": "long enough pw"}}).Expect(t, http.StatusUnprocessableEntity)
+		if got := locs(t, rb); len(got) == 0 || got[0] != "body.email" {
+			t.Fatalf("a bad e-mail at %v", got)
+		}
 		if r := do("POST", "/api/admin/users?username=tutor&email=tutor2@tuxlab.org&password=long+enough+pw").Expect(t, http.StatusConflict); r.Detail() != "Username already registered" {
 			t.Fatalf("detail %q", r.Detail())
 		}

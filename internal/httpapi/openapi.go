@@ -90,6 +90,8 @@ var schemas = map[string]any{
 		"email":    map[string]any{"type": "string", "format": "email", "maxLength": 254},
 		"password": map[string]any{"type": "string", "minLength": 8, "maxLength": 72},
 	}),
+	"CreateUserRequest": obj([]string{"username", "email", "password"}, map[string]any{
+		"username": strSchema, "email": strSchema, "password": strSchema, "role": roleSchema}),
 	"LoginRequest": obj([]string{"username", "password"}, map[string]any{"username": strSchema, "password": strSchema}),
 	"Token": obj([]string{"access_token", "token_type"}, map[string]any{
 		"access_token": strSchema, "token_type": map[string]any{"const": "bearer"},
@@ -178,11 +180,13 @@ var (
 
 	docAdminListUsers = op{tag: "admin", summary: "List users, paginated", status: 200, result: "UserList", paged: true,
 		params: append([]param{{name: "role", schema: roleSchema, desc: "Only users with this role."}}, pageParams...)}
-	docAdminCreateUser = op{tag: "admin", summary: "Create a user (inputs in the query string)", status: 201, result: "User", errors: []int{409},
+	docAdminCreateUser = op{tag: "admin", summary: "Create a user (inputs in the query string, or as a JSON body)", status: 201, result: "User", errors: []int{409},
+		body: "CreateUserRequest", optionalBody: true,
+		desc: "The admin convention is the query string; a JSON body (Content-Type: application/json) keeps the password out of URLs and proxy logs.",
 		params: []param{
-			{name: "username", schema: strSchema, required: true},
-			{name: "email", schema: strSchema, required: true},
-			{name: "password", schema: strSchema, required: true},
+			{name: "username", schema: strSchema, desc: "Required without a JSON body."},
+			{name: "email", schema: strSchema, desc: "Required without a JSON body."},
+			{name: "password", schema: strSchema, desc: "Required without a JSON body."},
 			{name: "role", schema: roleSchema, desc: "Defaults to student."},
 		}}
 	docAdminSetRole = op{tag: "admin", summary: "Change a user's role", status: 200, result: "User", errors: []int{404, 409},

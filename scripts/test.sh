@@ -37,7 +37,7 @@ apt_install() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-command -v go >/dev/null || { say "Go is missing: install Go 1.24 or newer (https://go.dev/doc/install)"; exit 1; }
+command -v go >/dev/null || { say "Go is missing: install Go 1.26 or newer (https://go.dev/doc/install)"; exit 1; }
 
 # PostgreSQL: a local cluster with a role that may create the per-test databases.
 if [ -z "${TUXLAB_TEST_POSTGRES_URL:-}" ] && [ -z "${TUXLAB_TEST_NO_POSTGRES:-}" ]; then

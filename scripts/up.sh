@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf '==> %s\n' "$*" >&2; }
 
-command -v go >/dev/null || { say "Go is missing: install Go 1.24 or newer (https://go.dev/doc/install)"; exit 1; }
+command -v go >/dev/null || { say "Go is missing: install Go 1.26 or newer (https://go.dev/doc/install)"; exit 1; }
 
 if [ -z "${TUXLAB_NO_ENGINE:-}" ]; then
 	if ./scripts/ensure-engine.sh; then

@@ -435,12 +435,13 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 			want := slices.Clone(tpl.CapAdd)
 			slices.Sort(want)
 			if hc.Privileged || !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(caps, want) ||
-				slices.Contains(hc.SecurityOpt, "no-new-privileges:true") || string(hc.NetworkMode) != "tuxlab-sandbox" ||
+				slices.Contains(hc.SecurityOpt, "no-new-privileges:true") ||
+				string(hc.NetworkMode) != fmt.Sprintf("tuxlab-sandbox-%s-u%d", e.App.Sandboxes.Instance()[:8], u.ID) ||
 				hc.Memory != int64(tpl.MemoryMB)<<20 || *hc.PidsLimit != int64(tpl.PidsLimit) {
 				t.Fatalf("Debian-like host config: %+v", hc)
 			}
-			// The internal network has no route out of the host.
-			nw, err := docker.NetworkInspect(context.Background(), "tuxlab-sandbox", client.NetworkInspectOptions{})
+			// The learner's own internal network has no route out of the host.
+			nw, err := docker.NetworkInspect(context.Background(), string(hc.NetworkMode), client.NetworkInspectOptions{})
 			if err != nil || !nw.Network.Internal {
 				t.Fatalf("sandbox network is not internal: %+v %v", nw.Network, err)
 			}
@@ -723,4 +724,62 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 	}, func(c *config.Config) {
 		c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = hostCap, 2, 2
 	})
+}
+
+// TestSandboxNetworksArePerLearner: a learner's sandboxes on a network
+// template reach each other; another learner's are out of reach; the network
+// goes with the learner's last sandbox.
+func TestSandboxNetworksArePerLearner(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxRunningPerUser = 3 })
+	root := e.CreateUser("root", auth.RoleAdmin)
+	alice := e.CreateUser("alice", auth.RoleStudent)
+	bob := e.CreateUser("bob", auth.RoleStudent)
+	var tpl templateBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=net&image=" + apitest.TestImage + "&network=true",
+		Token: root.Token}).Expect(t, 201).JSON(t, &tpl)
+	a1, a2 := createSandbox(t, e, alice.Token, tpl.ID), createSandbox(t, e, alice.Token, tpl.ID)
+	b1 := createSandbox(t, e, bob.Token, tpl.ID)
+	ctx := context.Background()
+	ip := func(u *apitest.User, id int64) string {
+		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id, sandbox.Script{Text: "hostname -i"})
+		if err != nil || !res.OK() {
+			t.Fatalf("hostname -i: %v %+v", err, res)
+		}
+		return strings.TrimSpace(res.Stdout)
+	}
+	// BusyBox's ping needs a raw socket; a TCP connection to a listener shows reach.
+	listen := func(u *apitest.User, id int64) string {
+		if _, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id,
+			sandbox.Script{Text: "nc -l -p 7000 </dev/null >/dev/null 2>&1 &"}); err != nil {
+			t.Fatal(err)
+		}
+		return ip(u, id)
+	}
+	reaches := func(from int64, addr string) bool {
+		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: alice.ID}, from,
+			sandbox.Script{Text: "echo hello | nc -w 2 " + addr + " 7000"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.OK()
+	}
+	if !reaches(a1.ID, listen(alice, a2.ID)) {
+		t.Fatal("a learner's two sandboxes cannot reach each other")
+	}
+	if reaches(a1.ID, listen(bob, b1.ID)) {
+		t.Fatal("a learner's sandbox reaches another learner's")
+	}
+	name := fmt.Sprintf("tuxlab-sandbox-%s-u%d", e.App.Sandboxes.Instance()[:8], alice.ID)
+	for _, c := range []containerBody{a1, a2} {
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
+	}
+	docker, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+	if _, err := docker.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		t.Fatal("the learner's network outlived their last sandbox")
+	}
 }

@@ -124,7 +124,10 @@ type Session interface {
 type Runtime interface {
 	Ping(ctx context.Context) error
 	ImageExists(ctx context.Context, image string) (bool, error)
-	EnsureNetwork(ctx context.Context, name string) error
+	// EnsureNetwork makes an internal network (no route out of the host)
+	// unless it exists; RemoveNetwork removes one nothing uses.
+	EnsureNetwork(ctx context.Context, name string, labels map[string]string) error
+	RemoveNetwork(ctx context.Context, name string) error
 	Create(ctx context.Context, s Spec) (engineID string, err error)
 	Start(ctx context.Context, engineID string) error
 	Stop(ctx context.Context, engineID string, grace time.Duration) error

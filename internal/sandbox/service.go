@@ -253,7 +253,9 @@ func (s *Service) checkHostRunning(n int) error {
 func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container) (string, error) {
 	spec := s.spec(t, c)
 	if t.Network {
-		if err := rt.EnsureNetwork(ctx, s.opt.Network); err != nil {
+		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID), map[string]string{
+			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
+		}); err != nil {
 			return "", err
 		}
 	}
@@ -297,7 +299,7 @@ func (s *Service) discard(ctx context.Context, rt Runtime, id int64, engineID st
 func (s *Service) spec(t *Template, c *Container) Spec {
 	network := "none"
 	if t.Network {
-		network = s.opt.Network
+		network = s.userNetwork(c.UserID)
 	}
 	return Spec{
 		Name:     fmt.Sprintf("tuxlab-%s-%d", s.instance[:8], c.ID),
@@ -538,7 +540,38 @@ func (s *Service) remove(ctx context.Context, c *Container) error {
 			return err
 		}
 	}
-	return s.store.DeleteContainer(ctx, c.ID)
+	if err := s.store.DeleteContainer(ctx, c.ID); err != nil {
+		return err
+	}
+	s.dropUserNetwork(ctx, c.UserID)
+	return nil
+}
+
+// userNetwork is the internal network a learner's sandboxes share (templates
+// with network): a learner's own sandboxes reach each other, nobody else's.
+func (s *Service) userNetwork(userID int64) string {
+	return fmt.Sprintf("%s-%s-u%d", s.opt.Network, s.instance[:8], userID)
+}
+
+// dropUserNetwork removes a learner's network once none of their sandboxes
+// may use it (a stopped sandbox would not start without it).
+func (s *Service) dropUserNetwork(ctx context.Context, userID int64) {
+	rt, err := s.rt()
+	if err != nil {
+		return
+	}
+	left, _, err := s.store.FindContainers(ctx, ContainerFilter{UserID: userID})
+	if err != nil {
+		return
+	}
+	for _, c := range left {
+		if t, err := s.store.FindTemplateByID(ctx, c.TemplateID); err != nil || t.Network {
+			return
+		}
+	}
+	if err := rt.RemoveNetwork(ctx, s.userNetwork(userID)); err != nil {
+		s.opt.Log.Warn("could not remove a learner's sandbox network", "user_id", userID, "error", err.Error())
+	}
 }
 
 // Touch records activity on a sandbox, which pushes its idle stop forward.

@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"tuxlab/internal/sandbox"
@@ -77,16 +80,56 @@ func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 	return err == nil, wrap(err)
 }
 
+// networkPool is where sandbox networks take their /28 subnets: 4096 small
+// networks, where the engine's default pools hold a few dozen /16 and /20
+// networks and would run out with one network per learner.
+var networkPool = netip.MustParsePrefix("10.213.0.0/16")
+
 // EnsureNetwork creates an internal bridge network (no route out of the host)
-// unless it exists.
-func (r *Runtime) EnsureNetwork(ctx context.Context, name string) error {
+// with a free /28 of networkPool, unless it exists.
+func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
 	if _, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
 		return nil
 	}
-	_, err := r.c.NetworkCreate(ctx, name, client.NetworkCreateOptions{
-		Driver: "bridge", Internal: true, Labels: map[string]string{sandbox.LabelManaged: "true"},
-	})
-	if cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) {
+	list, err := r.c.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return wrap(err)
+	}
+	used := map[netip.Prefix]bool{}
+	for _, n := range list.Items {
+		for _, c := range n.IPAM.Config {
+			used[c.Subnet.Masked()] = true
+		}
+	}
+	base := networkPool.Addr().As4()
+	tries := 0
+	for i := 0; i < 1<<(28-networkPool.Bits()) && tries < 16; i++ {
+		b := base
+		b[2], b[3] = byte(i>>4), byte(i<<4)
+		subnet := netip.PrefixFrom(netip.AddrFrom4(b), 28)
+		if used[subnet] {
+			continue
+		}
+		tries++
+		_, err := r.c.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+			Driver: "bridge", Internal: true, Labels: labels,
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
+		})
+		switch {
+		case err == nil, cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err):
+			return nil
+		case strings.Contains(err.Error(), "overlap"):
+			continue // taken meanwhile by another network
+		}
+		return wrap(err)
+	}
+	return fmt.Errorf("no free /28 left in %s for sandbox network %s: remove unused networks (docker network prune)", networkPool, name)
+}
+
+// RemoveNetwork removes a network; one still in use, or gone, is left alone.
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	_, err := r.c.NetworkRemove(ctx, name, client.NetworkRemoveOptions{})
+	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) || cerrdefs.IsPermissionDenied(err) {
 		return nil
 	}
 	return wrap(err)

@@ -46,7 +46,7 @@ func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, 
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
-	if ok, wait := s.perUser.Allow(strings.ToLower(u.Username)); !ok {
+	if ok, wait := s.perAccount.Allow(strings.ToLower(u.Username)); !ok {
 		return nil, tooMany(wait)
 	}
 	ok, err := s.hasher.Verify(ctx, u.PasswordHash, current)

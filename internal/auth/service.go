@@ -34,8 +34,12 @@ type Service struct {
 	hasher  *Hasher
 	tokens  *Tokens
 	perIP   *RateLimiter
-	perUser *RateLimiter
-	now     func() time.Time
+	perUser *RateLimiter // per account and client address
+	// perAccount is a slower ceiling per account from anywhere: ten times the
+	// per-client budget, so nobody can lock an account out from one address,
+	// and a guess from many addresses is still bounded.
+	perAccount *RateLimiter
+	now        func() time.Time
 }
 
 // NewService returns a Service over users.
@@ -45,12 +49,13 @@ func NewService(users UserStore, o Options) *Service {
 		now = time.Now
 	}
 	return &Service{
-		users:   users,
-		hasher:  NewHasher(BcryptCost, o.BcryptWorkers, 64),
-		tokens:  NewTokens(o.Secret, o.TokenTTL, now),
-		perIP:   NewRateLimiter(o.AuthPerIPPerMinute, now),
-		perUser: NewRateLimiter(o.LoginPerUserPerMin, now),
-		now:     now,
+		users:      users,
+		hasher:     NewHasher(BcryptCost, o.BcryptWorkers, 64),
+		tokens:     NewTokens(o.Secret, o.TokenTTL, now),
+		perIP:      NewRateLimiter(o.AuthPerIPPerMinute, now),
+		perUser:    NewRateLimiter(o.LoginPerUserPerMin, now),
+		perAccount: NewRateLimiter(10*o.LoginPerUserPerMin, now),
+		now:        now,
 	}
 }
 
@@ -120,9 +125,16 @@ func (s *Service) create(ctx context.Context, n NewUser, loc0 string) (*User, er
 // Login checks credentials and returns an access token. Unknown users and wrong
 // passwords get the same answer after the same bcrypt work; an inactive user
 // learns it only with the right password.
-func (s *Service) Login(ctx context.Context, username, password string) (string, error) {
+//
+// Wrong passwords are limited per account and client address, and, more
+// slowly, per account: ten wrong logins from one address cannot lock the
+// account's owner out elsewhere.
+func (s *Service) Login(ctx context.Context, client, username, password string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(username))
-	if ok, wait := s.perUser.Allow(key); !ok {
+	if ok, wait := s.perUser.Allow(key + "\x00" + client); !ok {
+		return "", tooMany(wait)
+	}
+	if ok, wait := s.perAccount.Allow(key); !ok {
 		return "", tooMany(wait)
 	}
 	u, err := s.users.FindUserByUsername(ctx, strings.TrimSpace(username))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,6 +232,30 @@ func TestLoginRateLimits(t *testing.T) {
 			// Another username from the same client is not affected.
 			login(e, "someone-else", "wrong password!").Expect(t, http.StatusUnauthorized)
 		}, func(c *config.Config) { c.LoginPerUserPerMin = 3 })
+	})
+	t.Run("no lock-out from another address", func(t *testing.T) {
+		apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+			e.CreateUser("gwen", auth.RoleStudent)
+			from := func(addr, password string) *apitest.Response {
+				return e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "gwen", "password": password},
+					Header: http.Header{"X-Forwarded-For": {addr}}})
+			}
+			from("203.0.113.66", "wrong password!").Expect(t, http.StatusUnauthorized)
+			from("203.0.113.66", apitest.Password).Expect(t, http.StatusTooManyRequests)
+			// The account's owner, elsewhere, still logs in.
+			from("198.51.100.20", apitest.Password).Expect(t, http.StatusOK)
+			// Many addresses together meet the account's slower ceiling (ten
+			// times the per-address budget: 10 here, so 10 attempts in all).
+			for i := range 14 { // a few more than the ceiling, for what refills meanwhile
+				if r := from(fmt.Sprintf("192.0.2.%d", i+1), "wrong password!"); r.Status != http.StatusUnauthorized && r.Status != http.StatusTooManyRequests {
+					t.Fatalf("attempt %d: %d", i, r.Status)
+				}
+			}
+			from("198.51.100.21", apitest.Password).Expect(t, http.StatusTooManyRequests)
+		}, func(c *config.Config) {
+			c.LoginPerUserPerMin = 1
+			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		})
 	})
 	t.Run("per client IP, login and register together", func(t *testing.T) {
 		apitest.Each(t, func(t *testing.T, e *apitest.Env) {

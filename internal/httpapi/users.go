@@ -83,7 +83,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	token, err := s.auth.Login(r.Context(), *req.Username, *req.Password)
+	token, err := s.auth.Login(r.Context(), s.clientIP(r), *req.Username, *req.Password)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"golang.org/x/crypto/bcrypt"
 	"io"
 	"maps"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tuxlab/internal/auth"
 
 	"tuxlab/internal/store"
 	"tuxlab/internal/store/storetest"
@@ -59,6 +61,17 @@ func TestMigrateAndCreateUser(t *testing.T) {
 			out, _, err := runCmd(t, env, "S3cret-admin-pw\n", "user", "create", "--username", "root", "--email", "root@tuxlab.org", "--role", "admin")
 			if err != nil || !strings.Contains(out, `created admin "root"`) {
 				t.Fatalf("user create: %q %v", out, err)
+			}
+			// The real program hashes at the production cost (tests of the API lower it).
+			db, err := store.Open(context.Background(), strings.TrimPrefix(env["DATABASE_URL"], "sqlite:"), strings.TrimPrefix(env["DATABASE_URL"], "sqlite:"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hash string
+			err = db.SQL().QueryRowContext(context.Background(), `SELECT password_hash FROM users WHERE username = 'root'`).Scan(&hash)
+			db.Close()
+			if cost, cerr := bcrypt.Cost([]byte(hash)); err != nil || cerr != nil || cost != auth.BcryptCost {
+				t.Fatalf("hash cost %d (%v %v), want %d", cost, err, cerr, auth.BcryptCost)
 			}
 			if _, _, err := runCmd(t, env, "S3cret-admin-pw\n", "user", "create", "--username", "root", "--email", "r2@tuxlab.org", "--role", "admin"); err == nil || !strings.Contains(err.Error(), "Username already registered") {
 				t.Fatalf("duplicate: %v", err)

@@ -74,6 +74,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		AuthPerIPPerMinute: cfg.AuthPerIPPerMinute,
 		LoginPerUserPerMin: cfg.LoginPerUserPerMin,
 		BcryptWorkers:      cfg.BcryptWorkers,
+		BcryptCost:         cfg.BcryptCost,
 	})
 	if cfg.BootstrapAdmin != "" {
 		username, email, _ := strings.Cut(cfg.BootstrapAdmin, ":")

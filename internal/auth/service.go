@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -25,7 +26,11 @@ type Options struct {
 	AuthPerIPPerMinute int
 	LoginPerUserPerMin int
 	BcryptWorkers      int
-	Now                func() time.Time // nil for time.Now
+	// BcryptCost is the cost of new hashes: 0 for BcryptCost (12). Only
+	// tests lower it, through config.Config.BcryptCost, which no
+	// environment variable sets.
+	BcryptCost int
+	Now        func() time.Time // nil for time.Now
 }
 
 // Service is the auth domain: it owns the rules on accounts and credentials.
@@ -50,7 +55,7 @@ func NewService(users UserStore, o Options) *Service {
 	}
 	return &Service{
 		users:      users,
-		hasher:     NewHasher(BcryptCost, o.BcryptWorkers, 64),
+		hasher:     NewHasher(cmp.Or(o.BcryptCost, BcryptCost), o.BcryptWorkers, 64),
 		tokens:     NewTokens(o.Secret, o.TokenTTL, now),
 		perIP:      NewRateLimiter(o.AuthPerIPPerMinute, now),
 		perUser:    NewRateLimiter(o.LoginPerUserPerMin, now),

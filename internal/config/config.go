@@ -30,6 +30,9 @@ type Config struct {
 	// Now is the clock of everything that stamps or compares times: nil for
 	// the wall clock. Not read from the environment: tests pin it.
 	Now func() time.Time
+	// BcryptCost lowers the cost of password hashes for tests (0: the
+	// production cost, 12). Not read from the environment.
+	BcryptCost int
 
 	Env         string        // TUXLAB_ENV: development or production
 	Addr        string        // TUXLAB_ADDR: listen address

@@ -783,3 +783,48 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 		t.Fatal("the learner's network outlived their last sandbox")
 	}
 }
+
+// TestDiskLimitWithoutQuotas: a disk limit the engine's storage driver cannot
+// apply is refused at the template with the reason, and a template that has
+// one anyway fails a create with that reason, never a bare 500.
+func TestDiskLimitWithoutQuotas(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	root := e.CreateUser("root", auth.RoleAdmin)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	r := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=quota&disk_mb=64&image=" + apitest.TestImage, Token: root.Token})
+	if r.Status == http.StatusCreated {
+		// This engine has quotas: the limit must then reach the container.
+		var tpl templateBody
+		r.JSON(t, &tpl)
+		c := createSandbox(t, e, u.Token, tpl.ID)
+		docker, err := client.New(client.FromEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer docker.Close()
+		res, err := docker.ContainerInspect(context.Background(), engineID(t, e, c.ID), client.ContainerInspectOptions{})
+		if err != nil || res.Container.HostConfig.StorageOpt["size"] != "64M" {
+			t.Fatalf("disk limit not applied: %v %v", res.Container.HostConfig.StorageOpt, err)
+		}
+		return
+	}
+	r.Expect(t, http.StatusUnprocessableEntity)
+	if got := locs(t, r); len(got) != 1 || got[0] != "query.disk_mb" || !strings.Contains(string(r.Body), "storage driver") {
+		t.Fatalf("refusal %v %s", got, r.Body)
+	}
+	// A template that has a limit anyway (set before, or on another host).
+	tpl := busyboxTemplate(t, e)
+	if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE sandbox_templates SET disk_mb = 64 WHERE id = $1`, tpl); err != nil {
+		t.Fatal(err)
+	}
+	r = e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: map[string]any{"template_id": tpl}}).Expect(t, http.StatusConflict)
+	if !strings.Contains(r.Detail(), "disk_mb") {
+		t.Fatalf("create: %s", r.Body)
+	}
+	var list []containerBody
+	e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+	if len(list) != 0 {
+		t.Fatalf("a failed create left %+v", list)
+	}
+}

@@ -128,6 +128,9 @@ type Runtime interface {
 	// unless it exists; RemoveNetwork removes one nothing uses.
 	EnsureNetwork(ctx context.Context, name string, labels map[string]string) error
 	RemoveNetwork(ctx context.Context, name string) error
+	// ProbeDiskQuota reports ErrNoDiskQuota when the engine's storage driver
+	// cannot limit a container's writable layer (image: one that exists).
+	ProbeDiskQuota(ctx context.Context, image string) error
 	Create(ctx context.Context, s Spec) (engineID string, err error)
 	Start(ctx context.Context, engineID string) error
 	Stop(ctx context.Context, engineID string, grace time.Duration) error
@@ -150,6 +153,7 @@ var (
 	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by sandboxes, laboratories or exams: delete or change them first")
 	ErrTemplateNameTaken  = errs.E(errs.Conflict, "A sandbox template with this name exists")
 	ErrNotRunning         = errs.E(errs.Conflict, "Container is not running: start it first")
+	ErrNoDiskQuota        = errs.E(errs.Conflict, "This host's storage driver cannot limit a sandbox's disk space (overlay2 needs XFS mounted with pquota): set disk_mb to 0, or move the engine's storage")
 )
 
 // Labels that tie every engine object to its row.

@@ -174,9 +174,35 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		HostConfig: host,
 	})
 	if err != nil {
+		if s.DiskMB > 0 && isStorageOptError(err) {
+			return "", fmt.Errorf("%w: %w", sandbox.ErrNoDiskQuota, err)
+		}
 		return "", wrap(err)
 	}
 	return res.ID, nil
+}
+
+// isStorageOptError recognises the engine's refusal of a size limit on a
+// storage driver without quotas ("--storage-opt is supported only for ...").
+func isStorageOptError(err error) bool {
+	return strings.Contains(err.Error(), "storage-opt") || strings.Contains(err.Error(), "storage opt")
+}
+
+// ProbeDiskQuota creates (and removes) a container with a size limit, which
+// the engine refuses at once where its storage driver has no quotas.
+func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {
+	res, err := r.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: image, Cmd: []string{"true"}, Labels: map[string]string{sandbox.LabelManaged: "probe"}},
+		HostConfig: &container.HostConfig{NetworkMode: "none", StorageOpt: map[string]string{"size": "64M"}},
+	})
+	if err != nil {
+		if isStorageOptError(err) {
+			return fmt.Errorf("%w: %w", sandbox.ErrNoDiskQuota, err)
+		}
+		return wrap(err)
+	}
+	_, err = r.c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
+	return wrap(err)
 }
 
 // Start starts a created or stopped container.

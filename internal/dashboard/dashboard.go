@@ -31,12 +31,23 @@ type AttemptSummary struct {
 type Store interface {
 	// FindEvents returns a page of the user's events, newest first, and the total.
 	FindEvents(ctx context.Context, userID int64, kind activity.Kind, offset, limit int) ([]*activity.Event, int, error)
-	// EventTimes returns when each of the user's events happened, oldest first.
-	EventTimes(ctx context.Context, userID int64, since time.Time) ([]time.Time, error)
+	// EventBuckets counts the user's events per quarter of an hour since a
+	// time, oldest first: every time zone's offset is a whole number of
+	// quarters, so days counted from buckets are exact in any of them, and a
+	// learner with thousands of events yields a few hundred rows.
+	EventBuckets(ctx context.Context, userID int64, since time.Time) ([]Bucket, error)
+	// LastActive returns when the user last did anything; nil if never.
+	LastActive(ctx context.Context, userID int64) (*time.Time, error)
 	// FinishedAttempts returns the user's submitted and expired attempts, oldest first.
 	FinishedAttempts(ctx context.Context, userID int64) ([]AttemptSummary, error)
 	CountRunningSandboxes(ctx context.Context, userID int64) (int, error)
 	SystemStore
+}
+
+// Bucket counts the events of one quarter of an hour, starting at Start.
+type Bucket struct {
+	Start  time.Time
+	Events int
 }
 
 // Curriculum is what the dashboard needs of the lessons.
@@ -156,15 +167,18 @@ func (d *Dashboard) Stats(ctx context.Context, userID int64, loc *time.Location)
 	if st.SandboxesRunning, err = d.store.CountRunningSandboxes(ctx, userID); err != nil {
 		return nil, err
 	}
-	times, err := d.store.EventTimes(ctx, userID, time.Time{})
+	buckets, err := d.store.EventBuckets(ctx, userID, time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	if len(times) > 0 {
-		last := times[len(times)-1]
-		st.LastActiveAt = &last
+	times := make([]time.Time, len(buckets))
+	for i, b := range buckets {
+		times[i] = b.Start
 	}
 	st.CurrentStreak, st.LongestStreak = Streaks(times, d.now(), loc)
+	if st.LastActiveAt, err = d.store.LastActive(ctx, userID); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -276,13 +290,13 @@ func (d *Dashboard) Analytics(ctx context.Context, userID int64, days int, loc *
 		a.Days[i] = DayCount{Date: date}
 		index[date] = i
 	}
-	times, err := d.store.EventTimes(ctx, userID, first)
+	buckets, err := d.store.EventBuckets(ctx, userID, first)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range times {
-		if i, ok := index[t.In(loc).Format(time.DateOnly)]; ok {
-			a.Days[i].Events++
+	for _, b := range buckets {
+		if i, ok := index[b.Start.In(loc).Format(time.DateOnly)]; ok {
+			a.Days[i].Events += b.Events
 		}
 	}
 	modules, done, err := d.lessons.Modules(ctx, userID)

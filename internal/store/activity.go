@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,10 +52,20 @@ func (s *ActivityStore) Record(ctx context.Context, e *activity.Event) error {
 	if e.Passed != nil {
 		passed = *e.Passed
 	}
-	return s.q(ctx).QueryRowContext(ctx, `INSERT INTO activity (user_id, kind, at, subject_id, title, score, passed, module_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		e.UserID, e.Kind, e.At.UTC(), e.SubjectID, e.Title, score, passed, intArg(e.ModuleID)).Scan(&e.ID)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO activity (user_id, kind, at, subject_id, title, score, passed, module_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			e.UserID, e.Kind, e.At.UTC(), e.SubjectID, e.Title, score, passed, intArg(e.ModuleID)).Scan(&e.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO activity_quarters (user_id, quarter, events) VALUES ($1, $2, 1)
+			ON CONFLICT (user_id, quarter) DO UPDATE SET events = activity_quarters.events + 1`, e.UserID, quarterOf(e.At))
+		return err
+	})
 }
+
+// quarterOf is the quarter of an hour t falls in, as Unix seconds / 900.
+func quarterOf(t time.Time) int64 { return t.Unix() / 900 }
 
 var _ dashboard.Store = (*ActivityStore)(nil)
 
@@ -74,13 +85,29 @@ func (s *ActivityStore) FindEvents(ctx context.Context, userID int64, kind activ
 	return events, total, err
 }
 
-// EventTimes returns when a user's events since a time happened, oldest first.
-func (s *ActivityStore) EventTimes(ctx context.Context, userID int64, since time.Time) ([]time.Time, error) {
-	return queryAll(ctx, s.q(ctx), func(row scanner) (time.Time, error) {
-		var t time.Time
-		err := row.Scan(&t)
-		return t.UTC(), err
-	}, `SELECT at FROM activity WHERE user_id = $1 AND at >= $2 ORDER BY at`, userID, since.UTC())
+// EventBuckets counts a user's events per quarter of an hour since a time,
+// oldest first, from the rollup written with each event.
+func (s *ActivityStore) EventBuckets(ctx context.Context, userID int64, since time.Time) ([]dashboard.Bucket, error) {
+	return queryAll(ctx, s.q(ctx), func(row scanner) (dashboard.Bucket, error) {
+		var (
+			q int64
+			b dashboard.Bucket
+		)
+		err := row.Scan(&q, &b.Events)
+		b.Start = time.Unix(q*900, 0).UTC()
+		return b, err
+	}, `SELECT quarter, events FROM activity_quarters WHERE user_id = $1 AND quarter >= $2 ORDER BY quarter`, userID, quarterOf(since))
+}
+
+// LastActive returns when a user last did anything; nil if never.
+func (s *ActivityStore) LastActive(ctx context.Context, userID int64) (*time.Time, error) {
+	var at time.Time
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT at FROM activity WHERE user_id = $1 ORDER BY at DESC LIMIT 1`, userID).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	at = at.UTC()
+	return &at, err
 }
 
 // FinishedAttempts returns a user's submitted and expired exam and lab

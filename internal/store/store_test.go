@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/activity"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/store"
@@ -131,4 +132,35 @@ func TestReplicasMigrateOnce(t *testing.T) {
 			t.Fatalf("replicas applied %v, %d recorded (%v)", applied, recorded, err)
 		}
 	}
+}
+
+// TestActivityQuarters: each record counts in its quarter-hour, and the
+// migration's formula for rows written before the rollup gives the same quarter.
+func TestActivityQuarters(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := newUser("quinn", auth.RoleStudent)
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 3, 4, 23, 59, 59, 500000000, time.UTC)
+		for _, ts := range []time.Time{at, at.Add(-time.Minute), at.Add(time.Second)} {
+			if err := db.Activity().Record(ctx, &activity.Event{UserID: u.ID, Kind: activity.ThemeCompleted, At: ts}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bs, err := db.Activity().EventBuckets(ctx, u.ID, time.Time{})
+		if err != nil || len(bs) != 2 || bs[0].Events != 2 || !bs[0].Start.Equal(time.Date(2026, 3, 4, 23, 45, 0, 0, time.UTC)) || bs[1].Events != 1 {
+			t.Fatalf("buckets %+v %v", bs, err)
+		}
+		formula := `CAST(strftime('%s', at) AS INTEGER) / 900`
+		if db.Engine() == store.Postgres {
+			formula = `CAST(floor(extract(epoch FROM at) / 900) AS BIGINT)`
+		}
+		var n int
+		if err := db.SQL().QueryRowContext(ctx, `SELECT count(*) FROM activity a JOIN activity_quarters q
+			ON q.user_id = a.user_id AND q.quarter = `+formula+` WHERE a.user_id = $1`, u.ID).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("the migration's formula matches %d of 3 rows (%v)", n, err)
+		}
+	})
 }

@@ -107,33 +107,36 @@ func TestBundledChecksProvenBothWays(t *testing.T) {
 	// starve it (and each check of its time limit).
 	slots := make(chan struct{}, 3)
 	var wg sync.WaitGroup
-	for _, l := range labs {
+	// Learners are made here, in the test's goroutine; each proof then runs as
+	// a subtest, which reports through its own goroutine.
+	for i, l := range labs {
+		u := e.CreateUser(fmt.Sprintf("learner%d", i), auth.RoleStudent)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			t.Run("lab/"+l.Slug, func(t *testing.T) { proveLab(t, e, l) })
+			t.Run("lab/"+l.Slug, func(t *testing.T) { proveLab(t, e, u, l) })
 		}()
 	}
-	for _, x := range exams {
+	for i, x := range exams {
 		if !x.HasPractical() {
 			continue
 		}
+		u := e.CreateUser(fmt.Sprintf("examinee%d", i), auth.RoleStudent)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			t.Run("exam/"+x.Slug, func(t *testing.T) { proveExam(t, e, x) })
+			t.Run("exam/"+x.Slug, func(t *testing.T) { proveExam(t, e, u, x) })
 		}()
 	}
 	wg.Wait()
 }
 
-func proveLab(t *testing.T, e *apitest.Env, l *lab.Lab) {
+func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 	ctx := context.Background()
-	u := e.CreateUser("learner-"+l.Slug[:min(len(l.Slug), 20)], auth.RoleStudent)
 	a := sandbox.Actor{UserID: u.ID}
 	at, err := e.App.Labs.Start(ctx, a, l.ID)
 	if err != nil {
@@ -172,9 +175,8 @@ func proveLab(t *testing.T, e *apitest.Env, l *lab.Lab) {
 	}
 }
 
-func proveExam(t *testing.T, e *apitest.Env, x *exam.Exam) {
+func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 	ctx := context.Background()
-	u := e.CreateUser("examinee-"+x.Slug[:min(len(x.Slug), 20)], auth.RoleStudent)
 	a := sandbox.Actor{UserID: u.ID}
 	c, err := e.App.Sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: *x.TemplateID})
 	if err != nil {

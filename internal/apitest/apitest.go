@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -187,9 +188,45 @@ type Request struct {
 	Header       http.Header
 }
 
-// Do performs req against the server.
+// Do performs req against the server, failing the test on a transport
+// error. Call it only from the test's own goroutine; goroutines use Send or
+// DoConcurrently, which report through the test's goroutine.
 func (e *Env) Do(req Request) *Response {
 	e.T.Helper()
+	r, err := e.Send(req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return r
+}
+
+// DoConcurrently performs every request at once, each in its own goroutine,
+// and returns the responses in order once all have answered. A transport
+// error fails the test here, in the caller's goroutine.
+func (e *Env) DoConcurrently(reqs []Request) []*Response {
+	e.T.Helper()
+	out := make([]*Response, len(reqs))
+	errList := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errList[i] = e.Send(req)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errList {
+		if err != nil {
+			e.T.Fatal(err)
+		}
+	}
+	return out
+}
+
+// Send performs req against the server and returns a transport error rather
+// than failing the test, so any goroutine may call it.
+func (e *Env) Send(req Request) (*Response, error) {
 	var body io.Reader
 	switch b := req.Body.(type) {
 	case nil:
@@ -200,13 +237,13 @@ func (e *Env) Do(req Request) *Response {
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
-			e.T.Fatal(err)
+			return nil, err
 		}
 		body = bytes.NewReader(j)
 	}
 	r, err := http.NewRequest(req.Method, e.URL+req.Path, body)
 	if err != nil {
-		e.T.Fatal(err)
+		return nil, err
 	}
 	for k, vs := range req.Header {
 		r.Header[k] = vs
@@ -219,14 +256,14 @@ func (e *Env) Do(req Request) *Response {
 	}
 	resp, err := e.Server.Client().Do(r)
 	if err != nil {
-		e.T.Fatalf("%s %s: %v", req.Method, req.Path, err)
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.T.Fatal(err)
+		return nil, err
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
 
 // Get is a shorthand for an authenticated GET.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"tuxlab/internal/apitest"
@@ -197,16 +196,11 @@ func TestLastActiveAdminIsProtected(t *testing.T) {
 		e.Do(apitest.Request{Method: "PUT", Path: "/api/admin/users/" + sid + "/active?is_active=true", Token: root.Token}).Expect(t, 200)
 
 		// Two admins demoting each other at once: exactly one succeeds.
-		var wg sync.WaitGroup
-		statuses := make([]int, 2)
-		for i, pair := range [][2]*apitest.User{{root, second}, {second, root}} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = e.Do(apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/admin/users/%d/role?role=student", pair[1].ID), Token: pair[0].Token}).Status
-			}()
+		var reqs []apitest.Request
+		for _, pair := range [][2]*apitest.User{{root, second}, {second, root}} {
+			reqs = append(reqs, apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/admin/users/%d/role?role=student", pair[1].ID), Token: pair[0].Token})
 		}
-		wg.Wait()
+		statuses := statusesOf(e.DoConcurrently(reqs))
 		ok := 0
 		for _, s := range statuses {
 			if s == 200 {

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -365,16 +364,12 @@ func TestAccountChangesApplyAtOnce(t *testing.T) {
 func TestConcurrentRegistrationOfOneName(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		const n = 4
-		statuses := make([]int, n)
-		var wg sync.WaitGroup
+		var reqs []apitest.Request
 		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = register(e, "ivan", "ivan"+strconv.Itoa(i)+"@tuxlab.org", "long enough pw").Status
-			}()
+			reqs = append(reqs, apitest.Request{Method: "POST", Path: "/api/auth/register", Body: map[string]string{
+				"username": "ivan", "email": "ivan" + strconv.Itoa(i) + "@tuxlab.org", "password": "long enough pw"}})
 		}
-		wg.Wait()
+		statuses := statusesOf(e.DoConcurrently(reqs))
 		created := 0
 		for _, s := range statuses {
 			switch s {

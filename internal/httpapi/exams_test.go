@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"tuxlab/internal/apitest"
@@ -189,16 +188,11 @@ func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 		// Two submits at once: exactly one grades.
 		var at struct{ ID int64 }
 		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-		statuses := make([]int, 8)
-		var wg sync.WaitGroup
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: answers}).Status
-			}()
+		reqs := make([]apitest.Request, 8)
+		for i := range reqs {
+			reqs[i] = apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: answers}
 		}
-		wg.Wait()
+		statuses := statusesOf(e.DoConcurrently(reqs))
 		ok := 0
 		for _, s := range statuses {
 			switch s {

@@ -36,3 +36,12 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// statusesOf lists the status of each response.
+func statusesOf(rs []*apitest.Response) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.Status
+	}
+	return out
+}

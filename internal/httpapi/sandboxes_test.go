@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -650,16 +649,11 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
 			ids = append(ids, c.ID)
 		}
-		statuses := make([]int, 2)
-		var wg sync.WaitGroup
-		for i, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", id), Token: u.Token}).Status
-			}()
+		var reqs []apitest.Request
+		for _, id := range ids {
+			reqs = append(reqs, apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", id), Token: u.Token})
 		}
-		wg.Wait()
+		statuses := statusesOf(e.DoConcurrently(reqs))
 		slices.Sort(statuses)
 		if statuses[0] != 200 || statuses[1] != 409 {
 			t.Fatalf("statuses %v: want one start and one 409", statuses)
@@ -690,17 +684,11 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 		for i := range 6 {
 			users = append(users, e.CreateUser(fmt.Sprintf("learner%d", i), auth.RoleStudent))
 		}
-		statuses := make([]int, 2*len(users))
-		var wg sync.WaitGroup
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: users[i/2].Token, Body: map[string]any{"template_id": tpl}})
-				statuses[i] = r.Status
-			}()
+		reqs := make([]apitest.Request, 2*len(users))
+		for i := range reqs {
+			reqs[i] = apitest.Request{Method: "POST", Path: "/api/containers/create", Token: users[i/2].Token, Body: map[string]any{"template_id": tpl}}
 		}
-		wg.Wait()
+		statuses := statusesOf(e.DoConcurrently(reqs))
 		t.Cleanup(func() {
 			cs, _, _ := e.App.Sandboxes.ListAll(context.Background(), 0, 0)
 			for _, c := range cs {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -78,28 +79,94 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// waiting counts the callers queued in a lane.
+func (h *Hasher) waiting(lane int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.queues[lane])
+}
+
+// waitFor blocks until a lane holds n callers: the goroutines have queued.
+func waitFor(h *Hasher, lane, n int) {
+	for h.waiting(lane) < n {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestHasherRefusesWhenQueueIsFull(t *testing.T) {
-	h := NewHasher(4, 1, 1) // one running, one waiting
-	h.slots <- struct{}{}   // occupy the only slot
-	started := make(chan struct{})
+	h := NewHasher(4, 1, 1)                                            // one running, one waiting per lane
+	if err := h.acquire(context.Background(), laneOther); err != nil { // occupy the only slot
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		close(started)
 		h.do(context.Background(), func() {})
 	}()
-	<-started
-	for len(h.waiting) == 0 { // the goroutine takes the only queue place
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(h, laneOther, 1) // the goroutine takes the lane's only place
 	if err := h.do(context.Background(), func() {}); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("full queue: %v, want Unavailable", err)
 	}
-	<-h.slots
+	h.release()
 	wg.Wait()
 	ok, err := h.Verify(context.Background(), "", "anything")
 	if ok || err != nil {
 		t.Fatalf("unknown user verified: %v %v", ok, err)
+	}
+}
+
+// TestHasherServesKnownClientsFirst: behind a flood of unknown callers, a
+// known client neither waits its turn nor is turned away.
+func TestHasherServesKnownClientsFirst(t *testing.T) {
+	h := NewHasher(4, 1, 3)
+	if err := h.acquire(context.Background(), laneOther); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	run := func(ctx context.Context, name string) {
+		defer wg.Done()
+		if err := h.do(ctx, func() { mu.Lock(); order = append(order, name); mu.Unlock() }); err != nil {
+			mu.Lock()
+			order = append(order, name+" refused")
+			mu.Unlock()
+		}
+	}
+	for i := range 3 {
+		wg.Add(1)
+		go run(context.Background(), fmt.Sprintf("flood%d", i))
+		waitFor(h, laneOther, i+1)
+	}
+	// The unknown lane is full: one more unknown caller is refused, a known one queues.
+	if err := h.do(context.Background(), func() {}); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("a fourth unknown caller: %v", err)
+	}
+	wg.Add(1)
+	go run(WithPriority(context.Background()), "known")
+	waitFor(h, laneKnown, 1)
+	h.release()
+	wg.Wait()
+	if want := []string{"known", "flood0", "flood1", "flood2"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	// A caller whose context ends while waiting leaves the queue.
+	if err := h.acquire(context.Background(), laneOther); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.do(ctx, func() {}) }()
+	waitFor(h, laneOther, 1)
+	cancel()
+	if err := <-done; err == nil || h.waiting(laneOther) != 0 {
+		t.Fatalf("cancelled waiter: %v, %d still waiting", err, h.waiting(laneOther))
+	}
+	h.release()
+	if err := h.do(context.Background(), func() {}); err != nil {
+		t.Fatalf("the slot was lost: %v", err)
 	}
 }

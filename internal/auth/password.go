@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -16,21 +17,47 @@ const BcryptCost = 12
 
 // Hasher computes bcrypt hashes on a bounded number of goroutines, so a flood of
 // logins queues up here instead of taking every CPU from the other routes. When
-// the queue itself is full, callers are turned away at once with 503.
+// a queue is full, callers are turned away at once with 503.
+//
+// Callers wait in two lanes. Known clients (an address that logged in lately,
+// or a signed-in user) go first, each lane with its own queue, so a flood of
+// wrong logins from unknown addresses can neither delay nor turn away them.
 type Hasher struct {
-	cost    int
-	slots   chan struct{} // one token per hash allowed to run
-	waiting chan struct{} // one token per caller allowed to queue
-	dummy   []byte        // compared against for unknown users, so timing does not tell
+	cost       int
+	dummy      []byte // compared against for unknown users, so timing does not tell
+	maxWaiting int    // per lane
+
+	mu     sync.Mutex
+	free   int                // hashes that may start now
+	queues [2][]chan struct{} // waiting callers: laneKnown first, then laneOther
+}
+
+const (
+	laneKnown = iota
+	laneOther
+)
+
+type priorityKey struct{}
+
+// WithPriority marks ctx as a known client's: its hashes wait in the first lane.
+func WithPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, priorityKey{}, true)
+}
+
+func laneOf(ctx context.Context) int {
+	if known, _ := ctx.Value(priorityKey{}).(bool); known {
+		return laneKnown
+	}
+	return laneOther
 }
 
 // NewHasher returns a Hasher running at most workers hashes at once (0 means one
-// less than the CPUs, at least one) with room for queue callers waiting.
+// less than the CPUs, at least one) with room for queue callers waiting per lane.
 func NewHasher(cost, workers, queue int) *Hasher {
 	if workers <= 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
-	h := &Hasher{cost: cost, slots: make(chan struct{}, workers), waiting: make(chan struct{}, queue)}
+	h := &Hasher{cost: cost, free: workers, maxWaiting: queue}
 	dummy, err := bcrypt.GenerateFromPassword([]byte("tuxlab-timing-equaliser"), cost)
 	if err != nil {
 		panic(err) // only a cost outside bcrypt's range gets here
@@ -41,22 +68,60 @@ func NewHasher(cost, workers, queue int) *Hasher {
 
 var errBusy = &errs.Error{Kind: errs.Unavailable, Detail: "Too many logins at once, try again shortly", RetryAfter: 2 * time.Second}
 
-// do runs fn once a slot is free, or fails when the queue is full or ctx ends.
+// do runs fn once a slot is free, or fails when its lane is full or ctx ends.
 func (h *Hasher) do(ctx context.Context, fn func()) error {
-	select {
-	case h.waiting <- struct{}{}:
-	default:
-		return errBusy
+	if err := h.acquire(ctx, laneOf(ctx)); err != nil {
+		return err
 	}
-	defer func() { <-h.waiting }()
-	select {
-	case h.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-h.slots }()
+	defer h.release()
 	fn()
 	return nil
+}
+
+func (h *Hasher) acquire(ctx context.Context, lane int) error {
+	h.mu.Lock()
+	if h.free > 0 && len(h.queues[laneKnown])+len(h.queues[laneOther]) == 0 {
+		h.free--
+		h.mu.Unlock()
+		return nil
+	}
+	if len(h.queues[lane]) >= h.maxWaiting {
+		h.mu.Unlock()
+		return errBusy
+	}
+	ch := make(chan struct{})
+	h.queues[lane] = append(h.queues[lane], ch)
+	h.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		h.mu.Lock()
+		for i, c := range h.queues[lane] {
+			if c == ch {
+				h.queues[lane] = append(h.queues[lane][:i:i], h.queues[lane][i+1:]...)
+				h.mu.Unlock()
+				return ctx.Err()
+			}
+		}
+		h.mu.Unlock()
+		h.release() // the slot was handed over meanwhile: pass it on
+		return ctx.Err()
+	}
+}
+
+// release hands the slot to the first waiter of the first lane that has one.
+func (h *Hasher) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for lane := range h.queues {
+		if q := h.queues[lane]; len(q) > 0 {
+			h.queues[lane] = q[1:]
+			close(q[0])
+			return
+		}
+	}
+	h.free++
 }
 
 // Hash returns the bcrypt hash of password.

@@ -49,6 +49,7 @@ func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, 
 	if ok, wait := s.perAccount.Allow(strings.ToLower(u.Username)); !ok {
 		return nil, tooMany(wait)
 	}
+	ctx = WithPriority(ctx) // a signed-in user is a known client
 	ok, err := s.hasher.Verify(ctx, u.PasswordHash, current)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"tuxlab/internal/errs"
@@ -44,6 +45,7 @@ type Service struct {
 	// per-client budget, so nobody can lock an account out from one address,
 	// and a guess from many addresses is still bounded.
 	perAccount *RateLimiter
+	known      *knownClients
 	now        func() time.Time
 }
 
@@ -60,6 +62,7 @@ func NewService(users UserStore, o Options) *Service {
 		perIP:      NewRateLimiter(o.AuthPerIPPerMinute, now),
 		perUser:    NewRateLimiter(o.LoginPerUserPerMin, now),
 		perAccount: NewRateLimiter(10*o.LoginPerUserPerMin, now),
+		known:      &knownClients{seen: map[string]time.Time{}, now: now},
 		now:        now,
 	}
 }
@@ -156,6 +159,9 @@ func (s *Service) Login(ctx context.Context, client, username, password string) 
 		// does too, after a comparison that costs the same time.
 		hash, password = "", password[:MaxPasswordLen]
 	}
+	if s.known.has(client) {
+		ctx = WithPriority(ctx) // a flood from unknown addresses does not hold it up
+	}
 	ok, err := s.hasher.Verify(ctx, hash, password)
 	if err != nil {
 		return "", err
@@ -163,6 +169,7 @@ func (s *Service) Login(ctx context.Context, client, username, password string) 
 	if !ok || u == nil {
 		return "", ErrBadCredentials
 	}
+	s.known.add(client)
 	if !u.IsActive {
 		return "", ErrInactive
 	}
@@ -302,4 +309,43 @@ func (s *Service) Logout(ctx context.Context, id int64) error {
 		return nil
 	})
 	return err
+}
+
+// knownClients remembers the addresses that logged in successfully lately:
+// their bcrypt work waits in the first lane of the Hasher.
+type knownClients struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	now  func() time.Time
+}
+
+// knownFor is how long a successful login makes an address known;
+// maxKnown bounds the memory the map takes.
+const (
+	knownFor = 24 * time.Hour
+	maxKnown = 100_000
+)
+
+func (k *knownClients) add(client string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	if len(k.seen) >= maxKnown {
+		for c, at := range k.seen {
+			if now.Sub(at) > knownFor {
+				delete(k.seen, c)
+			}
+		}
+		if len(k.seen) >= maxKnown {
+			clear(k.seen)
+		}
+	}
+	k.seen[client] = now
+}
+
+func (k *knownClients) has(client string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	at, ok := k.seen[client]
+	return ok && k.now().Sub(at) <= knownFor
 }

@@ -6,6 +6,7 @@ package dashboard
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -226,19 +227,10 @@ type Page struct{ Number, Size int }
 
 // Activity returns a page of the user's events, newest first, and the total.
 func (d *Dashboard) Activity(ctx context.Context, userID int64, kind activity.Kind, p Page) ([]*activity.Event, int, error) {
-	if kind != "" && !knownKind(kind) {
+	if kind != "" && !slices.Contains(activity.Kinds, kind) {
 		return nil, 0, errs.Field([]any{"kind"}, "Unknown kind of activity", "enum")
 	}
 	return d.store.FindEvents(ctx, userID, kind, (p.Number-1)*p.Size, p.Size)
-}
-
-func knownKind(k activity.Kind) bool {
-	for _, v := range activity.Kinds {
-		if v == k {
-			return true
-		}
-	}
-	return false
 }
 
 // Analytics windows, in days.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -284,7 +285,7 @@ func TestAdminExamAuthoring(t *testing.T) {
 			r := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/exams?" + c.query, Token: admin.Token, Body: c.body}).Expect(t, 422)
 			got := locs(t, r)
 			for _, want := range c.locs {
-				if !contains(got, want) {
+				if !slices.Contains(got, want) {
 					t.Fatalf("%s: 422 at %v, want %s", c.query, got, want)
 				}
 			}
@@ -315,15 +316,6 @@ func TestAdminExamAuthoring(t *testing.T) {
 		e.Get(fmt.Sprintf("/api/exams/%d", ex.ID), "").Expect(t, 404)
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/exams/%d", ex.ID), Token: admin.Token}).Expect(t, 404)
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestExamPracticalQuestion: a practical question is checked by its script in

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -221,23 +220,6 @@ func (s *Server) adminCreateUserFromBody(w http.ResponseWriter, r *http.Request)
 	}
 	writeJSON(w, http.StatusCreated, newUserResponse(u))
 	return nil
-}
-
-// inBody moves validation problems the auth rules place in the query to the body.
-func inBody(err error) error {
-	var e *errs.Error
-	if !errors.As(err, &e) || len(e.Fields) == 0 {
-		return err
-	}
-	out := *e
-	out.Fields = make([]errs.FieldError, len(e.Fields))
-	for i, fe := range e.Fields {
-		if len(fe.Loc) > 0 && fe.Loc[0] == "query" {
-			fe.Loc = append([]any{"body"}, fe.Loc[1:]...)
-		}
-		out.Fields[i] = fe
-	}
-	return &out
 }
 
 func (s *Server) handleAdminSetRole(w http.ResponseWriter, r *http.Request) error {

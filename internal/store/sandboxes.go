@@ -207,7 +207,7 @@ func (s *DB) lockUserContainers(ctx context.Context, tx *sql.Tx, userID int64) (
 	if err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+s.dialect.ForUpdate, userID).Scan(&uid); err != nil {
 		return nil, fmt.Errorf("lock user %d: %w", userID, err)
 	}
-	return queryContainers(ctx, tx, `SELECT `+containerColumns+` FROM containers WHERE user_id = $1 ORDER BY id`, userID)
+	return queryAll(ctx, tx, scanContainer, `SELECT `+containerColumns+` FROM containers WHERE user_id = $1 ORDER BY id`, userID)
 }
 
 // UpdateContainerOfUser applies change to container id with the user's other
@@ -246,27 +246,6 @@ func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*s
 	return out, err
 }
 
-type rowQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func queryContainers(ctx context.Context, q rowQuerier, query string, args ...any) ([]*sandbox.Container, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*sandbox.Container{}
-	for rows.Next() {
-		c, err := scanContainer(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 // FindContainerByID returns one container.
 func (s *DB) FindContainerByID(ctx context.Context, id int64) (*sandbox.Container, error) {
 	return scanContainer(s.db.QueryRowContext(ctx, `SELECT `+containerColumns+` FROM containers WHERE id = $1`, id))
@@ -292,7 +271,7 @@ func (s *DB) FindContainers(ctx context.Context, f sandbox.ContainerFilter) ([]*
 		args = append(args, f.Limit, f.Offset)
 		query += fmt.Sprintf(" LIMIT $%d OFFSET $%d", len(args)-1, len(args))
 	}
-	cs, err := queryContainers(ctx, s.db, query, args...)
+	cs, err := queryAll(ctx, s.db, scanContainer, query, args...)
 	return cs, total, err
 }
 

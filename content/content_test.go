@@ -157,9 +157,12 @@ func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Solution, Timeout: time.Minute})
-	if err != nil || !res.OK() {
-		t.Fatalf("solution: %v %s", err, res.Transcript())
+	ran, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Solution, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("solution: %v", err)
+	}
+	if !ran[0].OK() {
+		t.Fatalf("solution: %s", ran[0].Transcript())
 	}
 	done, err := e.App.Labs.Submit(ctx, a, l.ID)
 	if err != nil {
@@ -184,11 +187,11 @@ func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 	}
 	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID) })
 	check := func(q *exam.Question) *sandbox.Result {
-		res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Check, AsRoot: true})
+		ran, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Check, AsRoot: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res
+		return ran[0]
 	}
 	var practical []*exam.Question
 	for _, q := range x.Questions {
@@ -202,9 +205,12 @@ func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 		}
 	}
 	for _, q := range practical {
-		res, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Solution, Timeout: time.Minute})
-		if err != nil || !res.OK() {
-			t.Fatalf("solution of question %d: %v %s", q.Position, err, res.Transcript())
+		ran, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: q.Key.Solution, Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("solution of question %d: %v", q.Position, err)
+		}
+		if !ran[0].OK() {
+			t.Fatalf("solution of question %d: %s", q.Position, ran[0].Transcript())
 		}
 	}
 	for _, q := range practical {

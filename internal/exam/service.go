@@ -19,7 +19,7 @@ import (
 type Sandboxes interface {
 	List(ctx context.Context, a sandbox.Actor) ([]*sandbox.Container, error)
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
-	ExecIn(ctx context.Context, c *sandbox.Container, sc sandbox.Script) (*sandbox.Result, error)
+	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
 }
 
 // Options tune a Service.
@@ -229,11 +229,27 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 
 // grade scores every question; unanswered ones score nothing.
 func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, sub Submission) ([]QuestionResult, int, error) {
-	var box *sandbox.Container
+	// Every practical check runs first, in one go in the learner's sandbox.
+	checked := map[int64]*sandbox.Result{}
 	if e.HasPractical() {
-		var err error
-		if box, err = s.practicalSandbox(ctx, a, e, sub.ContainerID); err != nil {
+		box, err := s.practicalSandbox(ctx, a, e, sub.ContainerID)
+		if err != nil {
 			return nil, 0, err
+		}
+		var practical []*Question
+		var checks []sandbox.Script
+		for _, q := range e.Questions {
+			if q.Kind == Practical {
+				practical = append(practical, q)
+				checks = append(checks, sandbox.Script{Text: q.Key.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: 16 << 10})
+			}
+		}
+		ran, err := s.sandboxes.ExecIn(ctx, box, checks...)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, q := range practical {
+			checked[q.ID] = ran[i]
 		}
 	}
 	answers := map[int64]Answer{}
@@ -247,10 +263,7 @@ func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, sub Submi
 		an, answered := answers[q.ID]
 		switch q.Kind {
 		case Practical:
-			res, err := s.sandboxes.ExecIn(ctx, box, sandbox.Script{Text: q.Key.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: 16 << 10})
-			if err != nil {
-				return nil, 0, err
-			}
+			res := checked[q.ID]
 			r.Correct, r.Feedback = res.Verdict()
 			r.Output = res.Transcript()
 		default:

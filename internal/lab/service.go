@@ -19,7 +19,7 @@ type Sandboxes interface {
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Delete(ctx context.Context, a sandbox.Actor, id int64) error
-	ExecIn(ctx context.Context, c *sandbox.Container, sc sandbox.Script) (*sandbox.Result, error)
+	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
 }
 
 // Options tune a Service. Zero values take the defaults.
@@ -155,9 +155,9 @@ func (s *Service) provision(ctx context.Context, a sandbox.Actor, l *Lab) (*sand
 	if l.Setup == "" {
 		return c, nil
 	}
-	res, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Setup, AsRoot: true, Timeout: s.opt.SetupTimeout})
-	if err == nil && !res.OK() {
-		s.opt.Log.Error("laboratory setup failed", "lab_id", l.ID, "result", res.String(), "stderr", res.Stderr)
+	ran, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Setup, AsRoot: true, Timeout: s.opt.SetupTimeout})
+	if err == nil && !ran[0].OK() {
+		s.opt.Log.Error("laboratory setup failed", "lab_id", l.ID, "result", ran[0].String(), "stderr", ran[0].Stderr)
 		err = &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
 			Detail: "This laboratory could not be prepared (its setup failed): try again later, and tell an admin if it persists"}
 	}
@@ -321,13 +321,18 @@ func (s *Service) attemptSandbox(ctx context.Context, a sandbox.Actor, at *Attem
 
 // runChecks runs each task's check in c and returns the results and points.
 func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) ([]TaskResult, int, error) {
+	checks := make([]sandbox.Script, len(l.Tasks))
+	for i, t := range l.Tasks {
+		checks[i] = sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap}
+	}
+	ran, err := s.sandboxes.ExecIn(ctx, c, checks...)
+	if err != nil {
+		return nil, 0, err
+	}
 	results := make([]TaskResult, len(l.Tasks))
 	points := 0
 	for i, t := range l.Tasks {
-		res, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap})
-		if err != nil {
-			return nil, 0, err
-		}
+		res := ran[i]
 		passed, feedback := res.Verdict()
 		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title, Passed: passed, Feedback: feedback,
 			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Output: res.Transcript()}

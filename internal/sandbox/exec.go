@@ -64,24 +64,24 @@ func (s *Service) Exec(ctx context.Context, a Actor, id int64, sc Script) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	return s.ExecIn(ctx, c, sc)
+	res, err := s.ExecIn(ctx, c, sc)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
 }
 
 // ExecIn is Exec on a container the caller already holds (from Get, Create or
-// Start, so ownership is checked).
-func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result, error) {
+// Start, so ownership is checked), for one script or several in turn (a lab's
+// checks): the template is read and the activity recorded once for all.
+func (s *Service) ExecIn(ctx context.Context, c *Container, scripts ...Script) ([]*Result, error) {
 	if c.Status != StatusRunning {
 		return nil, ErrNotRunning
 	}
-	if len(sc.Text) > MaxScriptBytes {
-		return nil, ErrScriptTooLarge
-	}
-	if sc.Timeout <= 0 {
-		sc.Timeout = DefaultScriptTimeout
-	}
-	sc.Timeout = min(sc.Timeout, MaxScriptTimeout)
-	if sc.OutputCap <= 0 {
-		sc.OutputCap = DefaultOutputCap
+	for _, sc := range scripts {
+		if len(sc.Text) > MaxScriptBytes {
+			return nil, ErrScriptTooLarge
+		}
 	}
 	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
 	if err != nil {
@@ -90,6 +90,27 @@ func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result,
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
+	}
+	results := make([]*Result, len(scripts))
+	for i, sc := range scripts {
+		if results[i], err = s.run(ctx, rt, t, c, sc); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.Touch(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		return nil, err
+	}
+	return results, nil
+}
+
+// run runs one script in container c of template t.
+func (s *Service) run(ctx context.Context, rt Runtime, t *Template, c *Container, sc Script) (*Result, error) {
+	if sc.Timeout <= 0 {
+		sc.Timeout = DefaultScriptTimeout
+	}
+	sc.Timeout = min(sc.Timeout, MaxScriptTimeout)
+	if sc.OutputCap <= 0 {
+		sc.OutputCap = DefaultOutputCap
 	}
 	spec := scriptSpec(t, sc)
 	// Every process the script starts inherits this mark, so that what a
@@ -117,9 +138,6 @@ func (s *Service) ExecIn(ctx context.Context, c *Container, sc Script) (*Result,
 	}
 	if res.TimedOut {
 		s.reap(context.WithoutCancel(ctx), rt, c, mark)
-	}
-	if _, err := s.Touch(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
-		return nil, err
 	}
 	return res, nil
 }

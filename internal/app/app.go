@@ -232,6 +232,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
+		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
 	})
 	if err != nil {
 		return err
@@ -241,6 +242,14 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	}
 	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox, Log: a.Log})
 	return nil
+}
+
+// diskMB maps the setting (0: unbounded) to the service's option (negative: unbounded).
+func diskMB(mb int) int {
+	if mb == 0 {
+		return -1
+	}
+	return mb
 }
 
 // Background runs the periodic work (sandbox lifecycle and reconciliation)

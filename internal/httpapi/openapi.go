@@ -129,7 +129,7 @@ var schemas = map[string]any{
 		"image": map[string]any{"type": "string", "description": "Image reference; tuxlab's own images are built locally by scripts/build-images.sh."},
 		"limits": obj([]string{"memory_mb", "cpus", "cpu_millis", "pids_limit", "disk_mb"}, map[string]any{
 			"memory_mb": intSchema, "cpus": map[string]any{"type": "number"}, "cpu_millis": intSchema, "pids_limit": intSchema,
-			"disk_mb": map[string]any{"type": "integer", "description": "0: no disk quota."},
+			"disk_mb": map[string]any{"type": "integer", "description": "Writable space in MiB; 0: the host default (TUXLAB_SANDBOX_DISK_MB)."},
 		}),
 		"network":           map[string]any{"type": "boolean", "description": "false: no network; true: an internal network between sandboxes with no route out."},
 		"runtime":           map[string]any{"type": "string", "description": "Empty for the engine's default (runc), or runsc (gVisor)."},
@@ -417,7 +417,7 @@ func templateParams(create bool) []param {
 		{name: "memory_mb", schema: intSchema, desc: "16 to 65536."},
 		{name: "cpu_millis", schema: intSchema, desc: "Thousandths of a CPU, 50 to 64000."},
 		{name: "pids_limit", schema: intSchema, desc: "16 to 32768."},
-		{name: "disk_mb", schema: intSchema, desc: "0 for none; needs a storage driver with quotas."},
+		{name: "disk_mb", schema: intSchema, desc: "Writable space in MiB; 0 for the host default. Applied by the engine where its storage driver has quotas, by tuxlab's disk watch elsewhere."},
 		{name: "network", schema: boolSchema},
 		{name: "runtime", schema: map[string]any{"type": "string", "enum": []string{"", "runc", "runsc"}}},
 		{name: "user", schema: strSchema},

@@ -43,6 +43,7 @@ type templateBody struct {
 	Limits struct {
 		MemoryMB  int `json:"memory_mb"`
 		PidsLimit int `json:"pids_limit"`
+		DiskMB    int `json:"disk_mb"`
 	} `json:"limits"`
 	CapAdd          []string `json:"cap_add"`
 	NoNewPrivileges bool     `json:"no_new_privileges"`
@@ -772,47 +773,101 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	}
 }
 
-// TestDiskLimitWithoutQuotas: a disk limit the engine's storage driver cannot
-// apply is refused at the template with the reason, and a template that has
-// one anyway fails a create with that reason, never a bare 500.
-func TestDiskLimitWithoutQuotas(t *testing.T) {
+// TestSandboxDiskIsBounded: the attack of issue 13 (a learner filling the
+// host's disk) on whatever storage driver the engine has. With quotas the
+// write itself fails; without them, the disk watch removes the sandbox and
+// the host gets its space back, while a sandbox under its limit is left alone.
+func TestSandboxDiskIsBounded(t *testing.T) {
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxRunningPerUser = 3 })
 	root := e.CreateUser("root", auth.RoleAdmin)
 	u := e.CreateUser("learner", auth.RoleStudent)
-	r := e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=quota&disk_mb=64&image=" + apitest.TestImage, Token: root.Token})
-	if r.Status == http.StatusCreated {
-		// This engine has quotas: the limit must then reach the container.
-		var tpl templateBody
-		r.JSON(t, &tpl)
-		c := createSandbox(t, e, u.Token, tpl.ID)
-		docker, err := client.New(client.FromEnv)
+	var tpl templateBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=small-disk&disk_mb=32&image=" + apitest.TestImage,
+		Token: root.Token}).Expect(t, http.StatusCreated).JSON(t, &tpl)
+	if tpl.Limits.DiskMB != 32 {
+		t.Fatalf("disk_mb %d", tpl.Limits.DiskMB)
+	}
+	small, filler := createSandbox(t, e, u.Token, tpl.ID), createSandbox(t, e, u.Token, tpl.ID)
+	ctx := context.Background()
+	write := func(id int64, mb int) *sandbox.Result {
+		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id,
+			sandbox.Script{Text: fmt.Sprintf("dd if=/dev/zero of=/tmp/fill bs=1M count=%d 2>&1; sync", mb)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer docker.Close()
-		res, err := docker.ContainerInspect(context.Background(), engineID(t, e, c.ID), client.ContainerInspectOptions{})
-		if err != nil || res.Container.HostConfig.StorageOpt["size"] != "64M" {
-			t.Fatalf("disk limit not applied: %v %v", res.Container.HostConfig.StorageOpt, err)
+		return res
+	}
+	if res := write(small.ID, 8); !res.OK() {
+		t.Fatalf("8 MiB under a 32 MiB limit: %+v", res)
+	}
+	res := write(filler.ID, 96)
+	docker, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+	fillerEngine := engineID(t, e, filler.ID)
+	if !res.OK() {
+		// The engine has quotas: the write itself stopped at the limit.
+		if !strings.Contains(res.Stdout+res.Stderr, "No space") {
+			t.Fatalf("write past a quota: %+v", res)
 		}
 		return
 	}
-	r.Expect(t, http.StatusUnprocessableEntity)
-	if got := locs(t, r); len(got) != 1 || got[0] != "query.disk_mb" || !strings.Contains(string(r.Body), "storage driver") {
-		t.Fatalf("refusal %v %s", got, r.Body)
-	}
-	// A template that has a limit anyway (set before, or on another host).
-	tpl := busyboxTemplate(t, e)
-	if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE sandbox_templates SET disk_mb = 64 WHERE id = $1`, tpl); err != nil {
+	if err := e.App.Sandboxes.WatchDisk(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r = e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: map[string]any{"template_id": tpl}}).Expect(t, http.StatusConflict)
-	if !strings.Contains(r.Detail(), "disk_mb") {
-		t.Fatalf("create: %s", r.Body)
+	var got containerBody
+	e.Get(fmt.Sprintf("/api/containers/%d", filler.ID), u.Token).Expect(t, 200).JSON(t, &got)
+	if got.Status != "error" || !strings.Contains(got.StatusDetail, "disk limit of 32 MiB") {
+		t.Fatalf("a sandbox past its limit: %+v", got)
 	}
-	var list []containerBody
-	e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
-	if len(list) != 0 {
-		t.Fatalf("a failed create left %+v", list)
+	if _, err := docker.ContainerInspect(ctx, fillerEngine, client.ContainerInspectOptions{}); err == nil {
+		t.Fatal("the engine container past its limit still holds its space")
+	}
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", filler.ID), Token: u.Token}).Expect(t, http.StatusConflict)
+	e.Get(fmt.Sprintf("/api/containers/%d", small.ID), u.Token).Expect(t, 200).JSON(t, &got)
+	if got.Status != "running" {
+		t.Fatalf("a sandbox under its limit: %+v", got)
+	}
+	// A reconciliation leaves the reason as it is.
+	if err := e.App.Sandboxes.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Get(fmt.Sprintf("/api/containers/%d", filler.ID), u.Token).Expect(t, 200).JSON(t, &got)
+	if !strings.Contains(got.StatusDetail, "disk limit") {
+		t.Fatalf("after reconciliation: %+v", got)
+	}
+	e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", filler.ID), Token: u.Token}).Expect(t, 200)
+}
+
+// TestDiskWatchRunsInTheBackground: the server's own loop removes a sandbox
+// past its limit, with no call from a test.
+func TestDiskWatchRunsInTheBackground(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) {
+		c.SandboxDiskMB, c.SandboxDiskCheckInterval = 16, 200*time.Millisecond
+	})
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.App.Background(ctx) }()
+	defer func() { cancel(); <-done }()
+	if _, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, c.ID,
+		sandbox.Script{Text: "dd if=/dev/zero of=/tmp/fill bs=1M count=48 2>/dev/null; sync"}); err != nil {
+		t.Fatal(err)
+	}
+	var got containerBody
+	for range 300 {
+		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 200).JSON(t, &got)
+		if got.Status == "error" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got.Status != "error" || !strings.Contains(got.StatusDetail, "disk limit of 16 MiB") {
+		t.Fatalf("the background watch did not act: %+v", got)
 	}
 }

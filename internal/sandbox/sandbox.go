@@ -33,7 +33,7 @@ type Template struct {
 	MemoryMB  int
 	CPUMillis int // thousandths of a CPU
 	PidsLimit int
-	DiskMB    int // 0: no disk quota (the engine's storage driver must support one)
+	DiskMB    int // writable space in MiB; 0: the host's default (TUXLAB_SANDBOX_DISK_MB)
 	// Hardening and environment.
 	Network         bool     // false: no network at all; true: the internal sandbox network, no route out
 	Runtime         string   // "" for the engine's default (runc), or "runsc" (gVisor)
@@ -131,6 +131,9 @@ type Runtime interface {
 	// ProbeDiskQuota reports ErrNoDiskQuota when the engine's storage driver
 	// cannot limit a container's writable layer (image: one that exists).
 	ProbeDiskQuota(ctx context.Context, image string) error
+	// DiskUsage returns the bytes a container has written to its writable
+	// layer (not counting the image).
+	DiskUsage(ctx context.Context, engineID string) (int64, error)
 	Create(ctx context.Context, s Spec) (engineID string, err error)
 	Start(ctx context.Context, engineID string) error
 	Stop(ctx context.Context, engineID string, grace time.Duration) error
@@ -163,6 +166,7 @@ const (
 	LabelContainer = "org.tuxlab.container-id"
 	LabelUser      = "org.tuxlab.user-id"
 	LabelTemplate  = "org.tuxlab.template-id"
+	LabelDiskMB    = "org.tuxlab.disk-mb" // the writable-space limit the sandbox was created with
 )
 
 // ContainerFilter selects containers.

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-	"tuxlab/internal/activity"
 	"unicode/utf8"
 
+	"tuxlab/internal/activity"
 	"tuxlab/internal/errs"
 )
 
@@ -25,6 +27,8 @@ type Options struct {
 	MaxLifetime       time.Duration // every sandbox is removed this long after creation (default 24h)
 	StopGrace         time.Duration // SIGTERM to SIGKILL when stopping (default 3s)
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
+	DiskMB            int           // writable space of sandboxes whose template sets none, MiB (default 2048; negative: unbounded)
+	DiskCheckInterval time.Duration // how often writable space is measured where the engine has no quotas (default 5s)
 	Now               func() time.Time
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
@@ -48,6 +52,15 @@ func (o *Options) defaults() {
 	if o.StopGrace <= 0 {
 		o.StopGrace = 3 * time.Second
 	}
+	switch {
+	case o.DiskMB == 0:
+		o.DiskMB = 2048
+	case o.DiskMB < 0:
+		o.DiskMB = 0
+	}
+	if o.DiskCheckInterval <= 0 {
+		o.DiskCheckInterval = 5 * time.Second
+	}
 	if o.Network == "" {
 		o.Network = "tuxlab-sandbox"
 	}
@@ -67,7 +80,8 @@ type Service struct {
 	store    Store
 	runtime  Runtime
 	opt      Options
-	instance string // labels this install's engine objects, so installs sharing an engine never touch each other's
+	instance string       // labels this install's engine objects, so installs sharing an engine never touch each other's
+	quota    atomic.Int32 // whether the engine applies disk limits itself (quotaUnknown, quotaApplied, quotaMissing)
 }
 
 // Actor is who calls: a user, and whether that user is an admin (who sees all).
@@ -252,6 +266,9 @@ func (s *Service) checkHostRunning(n int) error {
 // provision creates and starts the engine container of row c.
 func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container) (string, error) {
 	spec := s.spec(t, c)
+	if spec.DiskMB > 0 && !s.engineQuota(ctx, rt, t.Image) {
+		spec.DiskMB = 0 // watched instead (disk.go); the label keeps the limit
+	}
 	if t.Network {
 		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID), map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
@@ -315,12 +332,12 @@ func (s *Service) spec(t *Template, c *Container) Spec {
 		Labels: map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance,
 			LabelContainer: strconv.FormatInt(c.ID, 10), LabelUser: strconv.FormatInt(c.UserID, 10),
-			LabelTemplate: strconv.FormatInt(t.ID, 10),
+			LabelTemplate: strconv.FormatInt(t.ID, 10), LabelDiskMB: strconv.Itoa(s.diskLimitMB(t)),
 		},
 		MemoryBytes:     int64(t.MemoryMB) << 20,
 		NanoCPUs:        int64(t.CPUMillis) * 1_000_000,
 		PidsLimit:       int64(t.PidsLimit),
-		DiskMB:          t.DiskMB,
+		DiskMB:          s.diskLimitMB(t),
 		Network:         network,
 		Runtime:         t.Runtime,
 		CapAdd:          t.CapAdd,
@@ -711,8 +728,18 @@ func (s *Service) Reconcile(ctx context.Context) error {
 }
 
 // Run reconciles at once and then sweeps and reconciles every interval until
-// ctx ends. Failures are logged; the loop goes on.
+// ctx ends, and watches sandboxes' disk use every DiskCheckInterval. Failures
+// are logged; the loops go on. Run returns once both loops have ended.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if s.runtime != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.watchDisk(ctx, s.opt.DiskCheckInterval)
+		}()
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

@@ -168,26 +168,7 @@ func (s *Service) CreateTemplate(ctx context.Context, in TemplateInput) (*Templa
 	if err := in.apply(t); err != nil {
 		return nil, err
 	}
-	if err := s.checkDiskQuota(ctx, t); err != nil {
-		return nil, err
-	}
 	return t, s.store.CreateTemplate(ctx, t)
-}
-
-// checkDiskQuota refuses, at the template and with the reason, a disk limit
-// the engine cannot apply, rather than failing every sandbox made from it.
-func (s *Service) checkDiskQuota(ctx context.Context, t *Template) error {
-	if t.DiskMB == 0 || s.runtime == nil {
-		return nil
-	}
-	if ok, err := s.runtime.ImageExists(ctx, t.Image); err != nil || !ok {
-		return nil // nothing to probe with; a create will say what is missing
-	}
-	err := s.runtime.ProbeDiskQuota(ctx, t.Image)
-	if errors.Is(err, ErrNoDiskQuota) {
-		return errs.Field([]any{"query", "disk_mb"}, ErrNoDiskQuota.Detail, "value_error")
-	}
-	return err
 }
 
 // UpdateTemplate validates and applies the fields given. Running sandboxes keep
@@ -199,11 +180,6 @@ func (s *Service) UpdateTemplate(ctx context.Context, id int64, in TemplateInput
 	}
 	if err := in.apply(t); err != nil {
 		return nil, err
-	}
-	if in.DiskMB != nil || in.Image != nil {
-		if err := s.checkDiskQuota(ctx, t); err != nil {
-			return nil, err
-		}
 	}
 	t.UpdatedAt = s.now()
 	return t, s.store.UpdateTemplate(ctx, t)

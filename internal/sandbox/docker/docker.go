@@ -205,6 +205,19 @@ func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {
 	return wrap(err)
 }
 
+// DiskUsage returns the size of a container's writable layer. The engine
+// measures it by walking the layer, so callers keep it off hot paths.
+func (r *Runtime) DiskUsage(ctx context.Context, id string) (int64, error) {
+	res, err := r.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{Size: true})
+	if err != nil {
+		return 0, wrap(err)
+	}
+	if res.Container.SizeRw == nil {
+		return 0, nil
+	}
+	return *res.Container.SizeRw, nil
+}
+
 // Start starts a created or stopped container.
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	_, err := r.c.ContainerStart(ctx, id, client.ContainerStartOptions{})

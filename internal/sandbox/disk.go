@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Every sandbox's writable space is bounded, whatever the engine's storage
+// driver. Where the driver has quotas (overlay2 on XFS with pquota, btrfs,
+// zfs) the engine applies the limit itself and a write past it fails with
+// ENOSPC. Elsewhere (overlay2 on ext4, the common case) nothing in the engine
+// can bound it, so tuxlab watches: every DiskCheckInterval it measures each
+// running sandbox's writable layer and removes a sandbox that went past its
+// limit, which gives the host its space back at once. The learner keeps the
+// row, in status error, with the reason. The host can then lose at most the
+// limit plus what one sandbox writes in one interval, for as long as that
+// interval. docs/sandboxes.md states the bound.
+
+// quota states of the engine's storage driver, probed once.
+const (
+	quotaUnknown int32 = iota
+	quotaApplied
+	quotaMissing
+)
+
+// diskLimitMB is the writable space a sandbox from t gets, in MiB (0: none).
+func (s *Service) diskLimitMB(t *Template) int {
+	if t.DiskMB > 0 {
+		return t.DiskMB
+	}
+	return s.opt.DiskMB
+}
+
+// engineQuota reports whether the engine applies disk limits itself. The
+// answer depends on the engine's storage driver only, so it is probed once,
+// with an image that exists.
+func (s *Service) engineQuota(ctx context.Context, rt Runtime, image string) bool {
+	switch s.quota.Load() {
+	case quotaApplied:
+		return true
+	case quotaMissing:
+		return false
+	}
+	err := rt.ProbeDiskQuota(ctx, image)
+	switch {
+	case err == nil:
+		s.quota.Store(quotaApplied)
+		return true
+	case errors.Is(err, ErrNoDiskQuota):
+		s.opt.Log.Info("the engine's storage driver has no disk quotas: tuxlab watches each sandbox's writable space instead",
+			"interval", s.opt.DiskCheckInterval.String())
+		s.quota.Store(quotaMissing)
+	}
+	return false // unknown (the probe failed): watch, and ask again next time
+}
+
+// WatchDisk measures the writable layer of every running sandbox with a disk
+// limit and removes each one past its limit.
+func (s *Service) WatchDisk(ctx context.Context) error {
+	rt, err := s.rt()
+	if err != nil {
+		return err
+	}
+	instances, err := rt.List(ctx, map[string]string{LabelManaged: "true", LabelInstance: s.instance})
+	if err != nil {
+		return err
+	}
+	var errList []error
+	for _, in := range instances {
+		limit, _ := strconv.Atoi(in.Labels[LabelDiskMB])
+		if !in.State.Running || limit <= 0 {
+			continue
+		}
+		used, err := rt.DiskUsage(ctx, in.EngineID)
+		if errors.Is(err, ErrGone) {
+			continue
+		}
+		if err != nil {
+			errList = append(errList, err)
+			continue
+		}
+		if used > int64(limit)<<20 {
+			errList = append(errList, s.removeOverDisk(ctx, rt, in, used, limit))
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// removeOverDisk removes a sandbox that wrote past its limit and records why
+// on its row, which stays so the learner sees what happened.
+func (s *Service) removeOverDisk(ctx context.Context, rt Runtime, in Instance, used int64, limitMB int) error {
+	id, _ := strconv.ParseInt(in.Labels[LabelContainer], 10, 64)
+	s.opt.Log.Warn("removing a sandbox past its disk limit", "container_id", id, "engine_id", in.EngineID,
+		"used_mb", used>>20, "limit_mb", limitMB)
+	if err := rt.Remove(ctx, in.EngineID); err != nil && !errors.Is(err, ErrGone) {
+		return err
+	}
+	c, err := s.store.UpdateContainer(ctx, id, func(c *Container) error {
+		now := s.now()
+		c.Status, c.EngineID, c.StoppedAt = StatusError, "", &now
+		c.StatusDetail = fmt.Sprintf("Removed after writing %d MiB, over its disk limit of %d MiB: delete it and create a new one", used>>20, limitMB)
+		return nil
+	})
+	if errors.Is(err, ErrContainerNotFound) {
+		return nil // the row went first (deleted meanwhile)
+	}
+	if err != nil {
+		return err
+	}
+	s.dropUserNetwork(ctx, c.UserID)
+	return nil
+}
+
+// watchDisk runs WatchDisk every interval until ctx ends.
+func (s *Service) watchDisk(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := s.WatchDisk(ctx); err != nil && ctx.Err() == nil {
+			s.opt.Log.Warn("sandbox disk watch", "error", err.Error())
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 // promise: a laboratory per module, each with at least three tasks and a
 // solution, and at least four exams that mix every kind of question.
 func TestBundledContentShape(t *testing.T) {
+	t.Parallel()
 	fsys := content.Curriculum()
 	c, err := lesson.ReadCurriculum(fsys)
 	if err != nil {
@@ -85,6 +86,7 @@ func TestBundledContentShape(t *testing.T) {
 // the learner, every check passes, and the submission passes. Every practical
 // exam question is proven the same way.
 func TestBundledChecksProvenBothWays(t *testing.T) {
+	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.BundledCurriculum = true
@@ -224,6 +226,7 @@ func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 // anyone and as a student would, and finds none of their scripts, solutions
 // or accepted answers in what comes back.
 func TestBundledPublicViewsCarryNoSecrets(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
 	ctx := context.Background()
 	student := e.CreateUser("student", auth.RoleStudent)

@@ -60,6 +60,8 @@ if [ -z "${TUXLAB_TEST_POSTGRES_URL:-}" ] && [ -z "${TUXLAB_TEST_NO_POSTGRES:-}"
 		    CREATE ROLE tuxlab_test LOGIN CREATEDB PASSWORD 'tuxlab_test';
 		  END IF;
 		END $$;
+		-- Dropping a test database WITH (FORCE) may have to end an autovacuum worker.
+		GRANT pg_signal_backend TO tuxlab_test;
 	SQL
 	export TUXLAB_TEST_POSTGRES_URL="postgres://tuxlab_test:tuxlab_test@127.0.0.1:$port/postgres?sslmode=disable"
 fi

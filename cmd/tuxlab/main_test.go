@@ -42,6 +42,7 @@ func runCmd(t *testing.T, env map[string]string, stdin string, args ...string) (
 }
 
 func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
 	out, _, err := runCmd(t, nil, "", "version")
 	if err != nil || !strings.HasPrefix(out, "tuxlab ") {
 		t.Fatalf("version: %q %v", out, err)
@@ -52,8 +53,10 @@ func TestVersionAndUsage(t *testing.T) {
 }
 
 func TestMigrateAndCreateUser(t *testing.T) {
+	t.Parallel()
 	for _, eng := range storetest.Engines() {
 		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
 			env := testEnv(t, eng)
 			if out, _, err := runCmd(t, env, "", "migrate"); err != nil || !strings.Contains(out, "up to date") {
 				t.Fatalf("migrate: %q %v", out, err)
@@ -90,6 +93,7 @@ func TestMigrateAndCreateUser(t *testing.T) {
 }
 
 func TestProductionRefusesWeakSecret(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t, store.SQLite)
 	env["TUXLAB_ENV"] = "production"
 	env["SECRET_KEY"] = "too-short"
@@ -102,13 +106,16 @@ func TestProductionRefusesWeakSecret(t *testing.T) {
 // request, sends the shutdown signal (cancels the context) while the request
 // body is still arriving, and checks that the request still completes.
 func TestServeShutsDownGracefully(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t, store.SQLite)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logR, logW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
+		// A generous grace: the in-flight registration hashes at production cost,
+		// which takes long under the race detector on a busy machine.
+		done <- run(ctx, []string{"serve", "--shutdown-grace", "2m"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
 		logW.Close()
 	}()
 	sc := bufio.NewScanner(logR)
@@ -181,8 +188,10 @@ func waitForLog(t *testing.T, sc *bufio.Scanner, msg string) logLine {
 }
 
 func TestContentImportExport(t *testing.T) {
+	t.Parallel()
 	for _, eng := range storetest.Engines() {
 		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
 			env := testEnv(t, eng)
 			src := filepath.Join("..", "..", "content", "curriculum")
 			out, errOut, err := runCmd(t, env, "", "content", "import", src)
@@ -291,8 +300,10 @@ func writeTree(t *testing.T, files map[string]string) string {
 }
 
 func TestContentImportExportLabsAndExams(t *testing.T) {
+	t.Parallel()
 	for _, eng := range storetest.Engines() {
 		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
 			env := testEnv(t, eng)
 			// A misspelt key, or a bad answer index, is refused before anything is written.
 			for name, bad := range map[string]string{

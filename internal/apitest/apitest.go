@@ -47,10 +47,14 @@ type Env struct {
 // Option adjusts the configuration of an Env before it starts.
 type Option func(*config.Config)
 
-// Each runs fn as a subtest per engine, each with its own server and database.
+// Each runs fn as a parallel subtest per engine, each with its own server and
+// database, so nothing is shared but the container engine.
 func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	for _, eng := range storetest.Engines() {
-		t.Run(string(eng), func(t *testing.T) { fn(t, New(t, eng, opts...)) })
+		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
+			fn(t, New(t, eng, opts...))
+		})
 	}
 }
 

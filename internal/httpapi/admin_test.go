@@ -24,6 +24,7 @@ func adminRoutes(target int64) []apitest.Request {
 }
 
 func TestAdminRoutesRefuseNonAdmins(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		student := e.CreateUser("student1", auth.RoleStudent)
 		instructor := e.CreateUser("teacher1", auth.RoleInstructor)
@@ -51,6 +52,7 @@ func TestAdminRoutesRefuseNonAdmins(t *testing.T) {
 }
 
 func TestAdminUserManagement(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		do := func(method, path string) *apitest.Response {
@@ -139,6 +141,7 @@ func TestAdminUserManagement(t *testing.T) {
 }
 
 func TestAdminUserListPagination(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		for i := range 6 {
@@ -180,6 +183,7 @@ func TestAdminUserListPagination(t *testing.T) {
 }
 
 func TestLastActiveAdminIsProtected(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		id := fmt.Sprint(root.ID)
@@ -227,6 +231,7 @@ func TestLastActiveAdminIsProtected(t *testing.T) {
 }
 
 func TestAdminStats(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		e.CreateUser("s1", auth.RoleStudent)

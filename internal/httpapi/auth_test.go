@@ -75,6 +75,7 @@ func login(e *apitest.Env, username, password string) *apitest.Response {
 }
 
 func TestRegisterAndLogin(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		r := register(e, "alice", "Alice@TuxLab.org", "correct horse battery").Expect(t, http.StatusCreated)
 		var u userBody
@@ -126,6 +127,7 @@ func decodeClaims(t *testing.T, token string) map[string]any {
 }
 
 func TestRegisterConflicts(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		e.CreateUser("bob", auth.RoleStudent) // bob@tuxlab.org
 		tests := []struct {
@@ -148,6 +150,7 @@ func TestRegisterConflicts(t *testing.T) {
 }
 
 func TestRegisterValidation(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		tests := []struct {
 			name string
@@ -191,6 +194,7 @@ func TestRegisterValidation(t *testing.T) {
 }
 
 func TestLoginFailures(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("dave", auth.RoleStudent)
 		wrong := login(e, "dave", "not the password").Expect(t, http.StatusUnauthorized)
@@ -218,6 +222,7 @@ func TestLoginFailures(t *testing.T) {
 }
 
 func TestLoginRateLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("per username", func(t *testing.T) {
 		apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 			e.CreateUser("erin", auth.RoleStudent)
@@ -280,6 +285,7 @@ func forge(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims
 }
 
 func TestPerRequestChecks(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("grace", auth.RoleStudent)
 		sub := strconv.FormatInt(u.ID, 10)
@@ -318,6 +324,7 @@ func TestPerRequestChecks(t *testing.T) {
 }
 
 func TestAccountChangesApplyAtOnce(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ctx := context.Background()
 		root := e.CreateUser("root", auth.RoleAdmin)
@@ -362,6 +369,7 @@ func TestAccountChangesApplyAtOnce(t *testing.T) {
 }
 
 func TestConcurrentRegistrationOfOneName(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		const n = 4
 		var reqs []apitest.Request
@@ -389,6 +397,7 @@ func TestConcurrentRegistrationOfOneName(t *testing.T) {
 // TestLogoutRevokesTheToken: after logout the token (and any older one) is
 // refused, on both databases; a new login works.
 func TestLogoutRevokesTheToken(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("frank", auth.RoleStudent)
 		var tok struct {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestErrorShapes(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("judy", auth.RoleStudent)
 		tests := []struct {
@@ -43,6 +44,7 @@ func TestErrorShapes(t *testing.T) {
 }
 
 func TestBodyOverLimitWithoutContentLength(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	pr, pw := io.Pipe()
 	go func() {

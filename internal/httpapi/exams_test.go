@@ -75,6 +75,7 @@ func createExam(t *testing.T, e *apitest.Env, admin *apitest.User, query string,
 }
 
 func TestExamAttemptLifecycle(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
 		alice := e.CreateUser("alice", auth.RoleStudent)
@@ -179,6 +180,7 @@ func TestExamAttemptLifecycle(t *testing.T) {
 }
 
 func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
 		alice := e.CreateUser("alice", auth.RoleStudent)
@@ -227,6 +229,7 @@ func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 }
 
 func TestAdminExamAuthoring(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
 		alice := e.CreateUser("alice", auth.RoleStudent)
@@ -321,6 +324,7 @@ func TestAdminExamAuthoring(t *testing.T) {
 // TestExamPracticalQuestion: a practical question is checked by its script in
 // the learner's running sandbox; without one the submit waits for it.
 func TestExamPracticalQuestion(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)

@@ -73,6 +73,7 @@ func createLab(t *testing.T, e *apitest.Env, admin *apitest.User, query string, 
 // TestLabEndToEnd starts a lab, solves part of it through the terminal as a
 // learner would, checks, solves the rest, submits and reads the results.
 func TestLabEndToEnd(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
@@ -173,6 +174,7 @@ func TestLabEndToEnd(t *testing.T) {
 // a check that hangs is cut off at its timeout, a check printing 10 MB is
 // capped, and two concurrent submits grade once.
 func TestLabChecksFailHangAndFlood(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.CheckTimeout = 2 * time.Second; c.LabCheckInterval = time.Millisecond })
 	admin := e.CreateUser("root", auth.RoleAdmin)
@@ -228,6 +230,7 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 }
 
 func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
@@ -302,6 +305,7 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 // TestSandboxExecSeam: scripts run without a TTY, stdout and stderr apart,
 // as root or as the learner, only in the caller's own running sandbox.
 func TestSandboxExecSeam(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	alice := e.CreateUser("alice", auth.RoleStudent)
@@ -348,6 +352,7 @@ func TestSandboxExecSeam(t *testing.T) {
 // kill 1, root's SIGTERM leaves it running as it leaves a server running, and
 // the keep-alive shows as tuxlab-idle without a sleep of its own.
 func TestSandboxKeepAliveIsOutOfReach(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	alice := e.CreateUser("alice", auth.RoleStudent)

@@ -87,6 +87,7 @@ func modules(t *testing.T, e *apitest.Env, token string) []moduleBody {
 }
 
 func TestLessonsReadAndProgress(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ids := loadFixture(t, e)
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -137,6 +138,7 @@ func TestLessonsReadAndProgress(t *testing.T) {
 }
 
 func TestLessonContentIsSanitised(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ids := loadFixture(t, e)
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -167,6 +169,7 @@ func TestLessonContentIsSanitised(t *testing.T) {
 }
 
 func TestLessonErrors(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		loadFixture(t, e)
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -200,6 +203,7 @@ func TestLessonErrors(t *testing.T) {
 }
 
 func TestAdminLessonAuthoring(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ids := loadFixture(t, e)
 		root := e.CreateUser("root", auth.RoleAdmin)
@@ -318,6 +322,7 @@ func TestAdminLessonAuthoring(t *testing.T) {
 }
 
 func TestAdminLessonRoutesRefuseStudents(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ids := loadFixture(t, e)
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -344,6 +349,7 @@ func TestAdminLessonRoutesRefuseStudents(t *testing.T) {
 }
 
 func TestImportTwiceKeepsProgress(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ctx := context.Background()
 		ids := loadFixture(t, e)
@@ -376,6 +382,7 @@ func TestImportTwiceKeepsProgress(t *testing.T) {
 }
 
 func TestBundledCurriculumLoadsIntoEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		ctx := context.Background()
 		loaded, r, err := e.App.Lessons.ImportIfEmpty(ctx, content.Curriculum())

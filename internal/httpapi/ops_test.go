@@ -13,6 +13,7 @@ import (
 )
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		e.Get("/healthz", "").Expect(t, 200)
 		e.Get("/readyz", "").Expect(t, 200)
@@ -25,6 +26,7 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestMetricsByRoutePattern(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("kim", auth.RoleStudent)
 	e.Get("/api/auth/me", u.Token).Expect(t, 200)
@@ -45,6 +47,7 @@ func TestMetricsByRoutePattern(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	r := e.Do(apitest.Request{Method: "GET", Path: "/healthz", Header: http.Header{"X-Request-Id": {"trace-abc.123"}}})
 	if got := r.Header.Get("X-Request-ID"); got != "trace-abc.123" {
@@ -59,6 +62,7 @@ func TestRequestID(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.CORSOrigins = []string{"https://learn.tuxlab.org"} })
 	pre := func(origin string) *apitest.Response {
 		return e.Do(apitest.Request{Method: "OPTIONS", Path: "/api/auth/login", Header: http.Header{
@@ -78,6 +82,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestOpenAPIDocumentAndDocs(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	r := e.Get("/api/openapi.json", "").Expect(t, 200)
 	var doc struct {
@@ -115,6 +120,7 @@ func TestOpenAPIDocumentAndDocs(t *testing.T) {
 }
 
 func TestMetricsToken(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.MetricsToken = "metrics-secret-0123456789" })
 	e.Get("/metrics", "").Expect(t, http.StatusUnauthorized)
 	e.Get("/metrics", "wrong").Expect(t, http.StatusUnauthorized)
@@ -126,6 +132,7 @@ func TestMetricsToken(t *testing.T) {
 // TestTrustedProxies: behind a listed proxy every learner of a class shares
 // the proxy's address, so the client is read from X-Forwarded-For, only then.
 func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
 	attempt := func(e *apitest.Env, forwarded string) int {
 		return e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "nobody", "password": "wrong password"},
 			Header: http.Header{"X-Forwarded-For": {forwarded}}}).Status

@@ -82,6 +82,7 @@ func expectKinds(t *testing.T, e *apitest.Env, userID int64, want ...string) {
 }
 
 func TestProfileReadAndUpdate(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		alice := e.CreateUser("alice", auth.RoleStudent)
 		bob := e.CreateUser("bob", auth.RoleStudent)
@@ -170,6 +171,7 @@ func TestProfileReadAndUpdate(t *testing.T) {
 }
 
 func TestProfilePasswordChange(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		alice := e.CreateUser("alice", auth.RoleStudent)
 		change := func(token string, body any) *apitest.Response {
@@ -333,6 +335,7 @@ func exists(t *testing.T, path string) bool {
 }
 
 func TestAvatarUploadServeReplaceDelete(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		alice := e.CreateUser("alice", auth.RoleStudent)
 		bob := e.CreateUser("bob", auth.RoleStudent)
@@ -451,6 +454,7 @@ func TestAvatarUploadServeReplaceDelete(t *testing.T) {
 // TestAvatarSizeLimit runs with the server's body limit raised above the
 // avatar's, so the avatar's own limit of 2 MiB is what answers.
 func TestAvatarSizeLimit(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		alice := e.CreateUser("alice", auth.RoleStudent)
 		// Exactly 2 MiB: a PNG followed by padding, which the decoder never reads.
@@ -470,6 +474,7 @@ func TestAvatarSizeLimit(t *testing.T) {
 // TestProfileDeleteUserRemovesAvatar: deleting an account through the profile
 // service removes its avatar file once the row is gone.
 func TestProfileDeleteUserRemovesAvatar(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		e.CreateUser("root", auth.RoleAdmin)
 		alice := e.CreateUser("alice", auth.RoleStudent)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestPanicBecomes500WithRequestID(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := &Server{log: slog.New(slog.NewJSONHandler(&logs, nil)), maxBody: 1 << 20}
 	s.metrics = newMetrics(prometheus.NewRegistry())

@@ -169,6 +169,7 @@ func (tc *termClient) waitFor(want string) {
 }
 
 func TestSandboxEndToEnd(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -275,6 +276,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 }
 
 func TestSandboxOwnership(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		owner := e.CreateUser("owner", auth.RoleStudent)
@@ -338,6 +340,7 @@ func TestSandboxOwnership(t *testing.T) {
 }
 
 func TestSandboxQuotas(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -377,6 +380,7 @@ func TestSandboxQuotas(t *testing.T) {
 }
 
 func TestSandboxHardeningFromEngine(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -457,6 +461,7 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 }
 
 func TestSandboxRoutesWithoutEngine(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("learner", auth.RoleStudent)
 		root := e.CreateUser("root", auth.RoleAdmin)
@@ -478,6 +483,7 @@ func TestSandboxRoutesWithoutEngine(t *testing.T) {
 }
 
 func TestSandboxesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -522,6 +528,7 @@ func openTerminal(t *testing.T, opt apitest.Option) *termClient {
 }
 
 func TestTerminalWarnsBeforeItEnds(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	t.Run("idle", func(t *testing.T) {
 		tc := openTerminal(t, func(c *config.Config) { c.TerminalIdleTimeout = 2 * time.Second })
@@ -551,6 +558,7 @@ func TestTerminalWarnsBeforeItEnds(t *testing.T) {
 }
 
 func TestAdminTemplates(t *testing.T) {
+	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -594,6 +602,7 @@ func TestAdminTemplates(t *testing.T) {
 }
 
 func TestTerminalsPerSandboxAreCapped(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 2 })
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -628,6 +637,7 @@ func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 }
 
 func TestTemplateInUseCannotBeDeleted(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	root := e.CreateUser("root", auth.RoleAdmin)
@@ -640,6 +650,7 @@ func TestTemplateInUseCannotBeDeleted(t *testing.T) {
 }
 
 func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		u := e.CreateUser("learner", auth.RoleStudent)
@@ -677,6 +688,7 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 // cannot pass the host-wide cap together (before, 18 creates by 9 users
 // passed a cap of 20 with 22 running).
 func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	const hostCap = 3
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
@@ -719,6 +731,7 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 // template reach each other; another learner's are out of reach; the network
 // goes with the learner's last sandbox.
 func TestSandboxNetworksArePerLearner(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxRunningPerUser = 3 })
 	root := e.CreateUser("root", auth.RoleAdmin)
@@ -778,6 +791,7 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 // write itself fails; without them, the disk watch removes the sandbox and
 // the host gets its space back, while a sandbox under its limit is left alone.
 func TestSandboxDiskIsBounded(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.SandboxMaxRunningPerUser = 3 })
 	root := e.CreateUser("root", auth.RoleAdmin)
@@ -845,6 +859,7 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 // TestDiskWatchRunsInTheBackground: the server's own loop removes a sandbox
 // past its limit, with no call from a test.
 func TestDiskWatchRunsInTheBackground(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.SandboxDiskMB, c.SandboxDiskCheckInterval = 16, 200*time.Millisecond

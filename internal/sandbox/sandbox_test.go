@@ -85,6 +85,7 @@ func (f *fixture) create(t *testing.T) *sandbox.Container {
 }
 
 func TestSweepStopsIdleSandboxesAndRemovesExpiredOnes(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		ctx := context.Background()
@@ -129,6 +130,7 @@ func TestSweepStopsIdleSandboxesAndRemovesExpiredOnes(t *testing.T) {
 }
 
 func TestReconcile(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		ctx := context.Background()
@@ -195,6 +197,7 @@ func TestReconcile(t *testing.T) {
 // container and marking it running leaves a row in creating; past the grace
 // period reconciliation ends it as the engine says, running or error.
 func TestReconcileEndsUnfinishedCreations(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		f := newFixture(t, db)
 		ctx := context.Background()

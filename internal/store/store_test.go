@@ -24,6 +24,7 @@ func newUser(name string, role auth.Role) *auth.User {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		n, err := db.Migrate(context.Background(), quiet)
 		if err != nil || n != 0 {
@@ -33,6 +34,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 }
 
 func TestMigrateRefusesUnknownMigration(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		if _, err := db.SQL().Exec(`INSERT INTO schema_migrations (name, applied_at) VALUES ('9999_from_the_future.sql', $1)`, time.Now().UTC()); err != nil {
 			t.Fatal(err)
@@ -44,6 +46,7 @@ func TestMigrateRefusesUnknownMigration(t *testing.T) {
 }
 
 func TestUserRoundTrip(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := newUser("Alice", auth.RoleInstructor)
@@ -93,6 +96,7 @@ func TestUserRoundTrip(t *testing.T) {
 // TestReplicasMigrateOnce: replicas starting together on one fresh PostgreSQL
 // database migrate it once; none of them fails on the others' tables.
 func TestReplicasMigrateOnce(t *testing.T) {
+	t.Parallel()
 	for _, eng := range storetest.Engines() {
 		if eng != store.Postgres {
 			continue // an embedded SQLite file has one server
@@ -137,6 +141,7 @@ func TestReplicasMigrateOnce(t *testing.T) {
 // TestActivityQuarters: each record counts in its quarter-hour, and the
 // migration's formula for rows written before the rollup gives the same quarter.
 func TestActivityQuarters(t *testing.T) {
+	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := newUser("quinn", auth.RoleStudent)

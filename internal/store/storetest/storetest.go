@@ -89,7 +89,16 @@ func URL(t testing.TB, e store.Engine) (dsn, sqlitePath string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := adminDB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		// FORCE ends the server's own connections; an autovacuum worker that
+		// just came in may refuse to end for a moment, so try a few times.
+		var err error
+		for try := 0; try < 10; try++ {
+			if _, err = adminDB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 		adminDB.Close()

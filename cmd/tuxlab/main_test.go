@@ -31,6 +31,8 @@ func testEnv(t *testing.T, eng store.Engine) map[string]string {
 		"TUXLAB_DATA_DIR": filepath.Join(t.TempDir(), "data"),
 		"DATABASE_URL":    dsn,
 		"TUXLAB_ADDR":     "127.0.0.1:0",
+		// No warm sandboxes: these tests are about the commands.
+		"TUXLAB_SANDBOX_POOL_SIZE": "0",
 	}
 }
 

@@ -69,6 +69,8 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 		"TUXLAB_AUTH_RATE_IP":   "100000",
 		"TUXLAB_AUTH_RATE_USER": "100000",
 		"TUXLAB_BCRYPT_WORKERS": "2",
+		// Warm pools run only in the tests that ask for one (and run Background).
+		"TUXLAB_SANDBOX_POOL_SIZE": "0",
 		// Tests start empty; the lesson tests load a curriculum themselves.
 		"TUXLAB_BUNDLED_CURRICULUM": "false",
 	}

@@ -209,6 +209,9 @@ func (a *App) registerMetrics() {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_terminals_open", Help: "Terminal WebSockets open on this process.",
 	}, func() float64 { return float64(a.Terminals.Open()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tuxlab_sandboxes_warm", Help: "Warm sandboxes ready to hand out in this process's pool.",
+	}, func() float64 { return float64(a.Sandboxes.Warm(-1)) }))
 }
 
 // openSandboxes sets up the sandbox service on the configured engine. A missing
@@ -233,6 +236,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
+		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge,
 	})
 	if err != nil {
 		return err
@@ -252,8 +256,9 @@ func diskMB(mb int) int {
 	return mb
 }
 
-// Background runs the periodic work (sandbox lifecycle and reconciliation)
-// until ctx ends.
+// Background runs the periodic work (sandbox lifecycle and reconciliation,
+// the disk watch, the warm pool) until ctx ends, and returns when it has
+// stopped (the warm pool removed).
 func (a *App) Background(ctx context.Context) {
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
 }

@@ -60,6 +60,8 @@ type Config struct {
 	SandboxReconcileInterval time.Duration  // TUXLAB_SANDBOX_RECONCILE_INTERVAL
 	SandboxDiskMB            int            // TUXLAB_SANDBOX_DISK_MB: writable space of templates without disk_mb (0: unbounded)
 	SandboxDiskCheckInterval time.Duration  // TUXLAB_SANDBOX_DISK_CHECK_INTERVAL: disk watch where the engine has no quotas
+	SandboxPoolSize          int            // TUXLAB_SANDBOX_POOL_SIZE: warm sandboxes per template (0: none)
+	SandboxPoolMaxAge        time.Duration  // TUXLAB_SANDBOX_POOL_MAX_AGE: a warm sandbox older than this is replaced
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
@@ -161,6 +163,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxReconcileInterval = env.duration("TUXLAB_SANDBOX_RECONCILE_INTERVAL", time.Minute)
 	c.SandboxDiskMB = env.int("TUXLAB_SANDBOX_DISK_MB", 2048, 0, 1<<20)
 	c.SandboxDiskCheckInterval = env.duration("TUXLAB_SANDBOX_DISK_CHECK_INTERVAL", 5*time.Second)
+	c.SandboxPoolSize = env.int("TUXLAB_SANDBOX_POOL_SIZE", 1, 0, 50)
+	c.SandboxPoolMaxAge = env.duration("TUXLAB_SANDBOX_POOL_MAX_AGE", time.Hour)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)

@@ -28,44 +28,71 @@ func percentiles(b *testing.B, ds []time.Duration, name string) {
 
 // BenchmarkSandboxCreateToShell measures, per sandbox, the time from
 // POST /api/containers/create to a shell that has answered a command over the
-// terminal WebSocket (BusyBox template).
+// terminal WebSocket, for each seeded template whose image is built: cold
+// (the engine creates and starts a container) and warm (the warm pool has one
+// ready; the wait for the refill between creations is not counted).
 //
 //	go test -run - -bench SandboxCreateToShell -benchtime 20x ./internal/httpapi/
 func BenchmarkSandboxCreateToShell(b *testing.B) {
-	apitest.RequireEngine(b)
-	e := apitest.New(b, "sqlite", func(c *config.Config) { c.SandboxMaxRunning = 1000 })
-	u := e.CreateUser("bench", auth.RoleStudent)
-	tpl := busyboxTemplateB(b, e)
-	var ds []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		var c containerBody
-		r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: map[string]any{"template_id": tpl}})
-		if r.Status != 201 {
-			b.Fatalf("create: %d %s", r.Status, r.Body)
+	rt := apitest.RequireEngine(b)
+	for _, name := range []string{"BusyBox", "Debian"} {
+		for _, pool := range []int{0, 1} {
+			b.Run(fmt.Sprintf("%s/%s", name, map[int]string{0: "cold", 1: "warm"}[pool]), func(b *testing.B) {
+				e := apitest.New(b, "sqlite", func(c *config.Config) { c.SandboxMaxRunning, c.SandboxPoolSize = 1000, pool })
+				tpl := templateB(b, e, name)
+				if ok, _ := rt.ImageExists(context.Background(), tpl.Image); !ok {
+					b.Skipf("image %s is not built", tpl.Image)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); e.App.Background(ctx) }()
+				defer func() { cancel(); <-done }()
+				u := e.CreateUser("bench", auth.RoleStudent)
+				var ds, creates []time.Duration
+				for b.Loop() {
+					for pool > 0 && e.App.Sandboxes.Warm(tpl.ID) == 0 {
+						time.Sleep(10 * time.Millisecond)
+					}
+					start := time.Now()
+					id, created := createAndEcho(b, e, u.Token, tpl.ID)
+					ds, creates = append(ds, time.Since(start)), append(creates, created.Sub(start))
+					e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", id), Token: u.Token})
+				}
+				percentiles(b, ds, "create-to-shell")
+				percentiles(b, creates, "create")
+			})
 		}
-		json.Unmarshal(r.Body, &c)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s", c.ID, u.Token)
-		conn, _, err := websocket.Dial(ctx, url, nil)
+	}
+}
+
+// createAndEcho creates a sandbox of template tpl and waits until its shell
+// has run a command over the terminal; created is when the create answered.
+func createAndEcho(b *testing.B, e *apitest.Env, token string, tpl int64) (id int64, created time.Time) {
+	var c containerBody
+	r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: token, Body: map[string]any{"template_id": tpl}})
+	if r.Status != 201 {
+		b.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	json.Unmarshal(r.Body, &c)
+	created = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s", c.ID, token)
+	conn, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(websocket.StatusNormalClosure, "")
+	conn.Write(ctx, websocket.MessageBinary, []byte("echo rea''dy\n"))
+	var out strings.Builder
+	for !strings.Contains(out.String(), "ready") {
+		_, data, err := conn.Read(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		conn.Write(ctx, websocket.MessageBinary, []byte("echo rea''dy\n"))
-		var out strings.Builder
-		for !strings.Contains(out.String(), "ready") {
-			_, data, err := conn.Read(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out.Write(data)
-		}
-		ds = append(ds, time.Since(start))
-		conn.Close(websocket.StatusNormalClosure, "")
-		cancel()
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token})
+		out.Write(data)
 	}
-	percentiles(b, ds, "create-to-shell")
+	return c.ID, created
 }
 
 // BenchmarkTerminalEcho measures the round trip of one keystroke: a byte sent

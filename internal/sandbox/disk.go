@@ -68,6 +68,16 @@ func (s *Service) WatchDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Rows are found by engine id: a sandbox from the warm pool carries no
+	// row id in its labels.
+	rows, _, err := s.store.FindContainers(ctx, ContainerFilter{Status: StatusRunning})
+	if err != nil {
+		return err
+	}
+	rowOf := make(map[string]int64, len(rows))
+	for _, c := range rows {
+		rowOf[c.EngineID] = c.ID
+	}
 	var errList []error
 	for _, in := range instances {
 		limit, _ := strconv.Atoi(in.Labels[LabelDiskMB])
@@ -83,7 +93,7 @@ func (s *Service) WatchDisk(ctx context.Context) error {
 			continue
 		}
 		if used > int64(limit)<<20 {
-			errList = append(errList, s.removeOverDisk(ctx, rt, in, used, limit))
+			errList = append(errList, s.removeOverDisk(ctx, rt, rowOf[in.EngineID], in.EngineID, used, limit))
 		}
 	}
 	return errors.Join(errList...)
@@ -91,12 +101,14 @@ func (s *Service) WatchDisk(ctx context.Context) error {
 
 // removeOverDisk removes a sandbox that wrote past its limit and records why
 // on its row, which stays so the learner sees what happened.
-func (s *Service) removeOverDisk(ctx context.Context, rt Runtime, in Instance, used int64, limitMB int) error {
-	id, _ := strconv.ParseInt(in.Labels[LabelContainer], 10, 64)
-	s.opt.Log.Warn("removing a sandbox past its disk limit", "container_id", id, "engine_id", in.EngineID,
+func (s *Service) removeOverDisk(ctx context.Context, rt Runtime, id int64, engineID string, used int64, limitMB int) error {
+	s.opt.Log.Warn("removing a sandbox past its disk limit", "container_id", id, "engine_id", engineID,
 		"used_mb", used>>20, "limit_mb", limitMB)
-	if err := rt.Remove(ctx, in.EngineID); err != nil && !errors.Is(err, ErrGone) {
+	if err := rt.Remove(ctx, engineID); err != nil && !errors.Is(err, ErrGone) {
 		return err
+	}
+	if id == 0 {
+		return nil // nobody's yet (a warm sandbox)
 	}
 	c, err := s.store.UpdateContainer(ctx, id, func(c *Container) error {
 		now := s.now()

@@ -29,6 +29,8 @@ type Options struct {
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
 	DiskMB            int           // writable space of sandboxes whose template sets none, MiB (default 2048; negative: unbounded)
 	DiskCheckInterval time.Duration // how often writable space is measured where the engine has no quotas (default 5s)
+	PoolSize          int           // warm sandboxes kept ready per template without network (0: none)
+	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
 	Now               func() time.Time
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
@@ -58,6 +60,9 @@ func (o *Options) defaults() {
 	case o.DiskMB < 0:
 		o.DiskMB = 0
 	}
+	if o.PoolMaxAge <= 0 {
+		o.PoolMaxAge = time.Hour
+	}
 	if o.DiskCheckInterval <= 0 {
 		o.DiskCheckInterval = 5 * time.Second
 	}
@@ -82,6 +87,7 @@ type Service struct {
 	opt      Options
 	instance string       // labels this install's engine objects, so installs sharing an engine never touch each other's
 	quota    atomic.Int32 // whether the engine applies disk limits itself (quotaUnknown, quotaApplied, quotaMissing)
+	pool     *pool        // warm sandboxes of this process (pool.go)
 }
 
 // Actor is who calls: a user, and whether that user is an admin (who sees all).
@@ -100,7 +106,7 @@ func NewService(ctx context.Context, store Store, runtime Runtime, o Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("sandbox instance id: %w", err)
 	}
-	return &Service{store: store, runtime: runtime, opt: o, instance: instance}, nil
+	return &Service{store: store, runtime: runtime, opt: o, instance: instance, pool: newPool()}, nil
 }
 
 // Instance is the id this install labels its engine objects with.
@@ -265,10 +271,10 @@ func (s *Service) checkHostRunning(n int) error {
 
 // provision creates and starts the engine container of row c.
 func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container) (string, error) {
-	spec := s.spec(t, c)
-	if spec.DiskMB > 0 && !s.engineQuota(ctx, rt, t.Image) {
-		spec.DiskMB = 0 // watched instead (disk.go); the label keeps the limit
+	if engineID, ok, err := s.adoptPooled(ctx, rt, t, c); ok {
+		return engineID, err
 	}
+	spec := s.engineSpec(ctx, rt, t, c)
 	if t.Network {
 		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID), map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
@@ -286,18 +292,17 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 	if err := rt.Start(ctx, engineID); err != nil {
 		return engineID, err
 	}
-	now := s.now()
-	err = s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
-		_, err := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
-			c.Status, c.StatusDetail, c.StartedAt, c.StoppedAt, c.LastActivityAt = StatusRunning, "", &now, nil, now
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return s.opt.Activity.Record(ctx, &activity.Event{UserID: c.UserID, Kind: activity.SandboxCreated, At: now, SubjectID: c.ID, Title: c.Name})
-	})
-	return engineID, err
+	return engineID, s.markRunning(ctx, c, engineID)
+}
+
+// engineSpec is spec with the disk limit left to the disk watch where the
+// engine cannot apply it (disk.go); the label keeps the limit either way.
+func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) Spec {
+	spec := s.spec(t, c)
+	if spec.DiskMB > 0 && !s.engineQuota(ctx, rt, t.Image) {
+		spec.DiskMB = 0
+	}
+	return spec
 }
 
 // discard removes what a failed creation left: the engine container and the row.
@@ -682,6 +687,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	for _, in := range instances {
 		listed[in.EngineID] = in
 		if byEngine[in.EngineID] == nil {
+			if pool, leftover := s.pooledLeftover(in); pool && !leftover {
+				continue // a warm sandbox in some process's pool
+			}
 			// A row may still be creating this container: give it a grace period.
 			if id, err := strconv.ParseInt(in.Labels[LabelContainer], 10, 64); err == nil {
 				if c, err := s.store.FindContainerByID(ctx, id); err == nil && c.Status == StatusCreating && s.now().Sub(c.CreatedAt) < 2*time.Minute {
@@ -728,8 +736,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 }
 
 // Run reconciles at once and then sweeps and reconciles every interval until
-// ctx ends, and watches sandboxes' disk use every DiskCheckInterval. Failures
-// are logged; the loops go on. Run returns once both loops have ended.
+// ctx ends, watches sandboxes' disk use every DiskCheckInterval, and keeps the
+// warm pool filled. Failures are logged; the loops go on. Run returns once
+// every loop has ended and the warm pool is removed.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -739,6 +748,13 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			defer wg.Done()
 			s.watchDisk(ctx, s.opt.DiskCheckInterval)
 		}()
+		if s.opt.PoolSize > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.runPool(ctx)
+			}()
+		}
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

@@ -168,7 +168,11 @@ func (s *Service) CreateTemplate(ctx context.Context, in TemplateInput) (*Templa
 	if err := in.apply(t); err != nil {
 		return nil, err
 	}
-	return t, s.store.CreateTemplate(ctx, t)
+	if err := s.store.CreateTemplate(ctx, t); err != nil {
+		return nil, err
+	}
+	s.pool.poke()
+	return t, nil
 }
 
 // UpdateTemplate validates and applies the fields given. Running sandboxes keep
@@ -182,10 +186,18 @@ func (s *Service) UpdateTemplate(ctx context.Context, id int64, in TemplateInput
 		return nil, err
 	}
 	t.UpdatedAt = s.now()
-	return t, s.store.UpdateTemplate(ctx, t)
+	if err := s.store.UpdateTemplate(ctx, t); err != nil {
+		return nil, err
+	}
+	s.pool.poke() // the warm pool replaces what it made with the old settings
+	return t, nil
 }
 
 // DeleteTemplate removes a template no container uses.
 func (s *Service) DeleteTemplate(ctx context.Context, id int64) error {
-	return s.store.DeleteTemplate(ctx, id)
+	if err := s.store.DeleteTemplate(ctx, id); err != nil {
+		return err
+	}
+	s.pool.poke()
+	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/store"
 	"tuxlab/internal/terminal"
+	"tuxlab/internal/web"
 )
 
 // Version is tuxlab's release, set at build time with -ldflags "-X tuxlab/internal/app.Version=...".
@@ -102,6 +103,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), AccessLogLevel: slog.LevelInfo,
+		UI: web.New(),
 	})
 	a.registerMetrics()
 	return a, nil

@@ -104,14 +104,9 @@ func TestOpenAPIDocumentAndDocs(t *testing.T) {
 			}
 		}
 	}
-	html := string(e.Get("/docs", "").Expect(t, 200).Body)
-	for path := range doc.Paths {
-		if !strings.Contains(html, path) {
-			t.Errorf("/docs lacks %s", path)
-		}
-	}
-	if !strings.Contains(html, "<!doctype html>") || strings.Contains(html, "<script") {
-		t.Fatal("/docs is not a self-contained HTML page")
+	// /docs renders the document in the browser (Swagger UI, internal/web).
+	if html := string(e.Get("/docs", "").Expect(t, 200).Body); !strings.Contains(html, "<!doctype html>") || !strings.Contains(html, "/api/openapi.json") {
+		t.Fatal("/docs is not the page of the OpenAPI document")
 	}
 	var anyDoc map[string]any
 	if err := json.Unmarshal(r.Body, &anyDoc); err != nil {

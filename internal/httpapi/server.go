@@ -32,6 +32,14 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// UI is a browser interface served beside the API (internal/web).
+type UI interface {
+	http.Handler
+	// Patterns lists the ServeMux patterns it answers, such as "GET /{$}";
+	// none may overlap the API's, so unknown /api/ and /ws/ paths stay JSON 404.
+	Patterns() []string
+}
+
 // Deps are what the server needs from the rest of tuxlab.
 type Deps struct {
 	Auth      *auth.Service
@@ -54,6 +62,8 @@ type Deps struct {
 	MetricsToken string
 	// AccessLogLevel is the level of the per-request log line (Info by default).
 	AccessLogLevel slog.Level
+	// UI, when set, serves the pages, /docs and their assets.
+	UI UI
 }
 
 // Server serves the API.
@@ -108,7 +118,11 @@ func New(d Deps) *Server {
 	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	mux.Handle("GET /metrics", s.guardMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
 	mux.Handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
-	mux.Handle("GET /docs", http.HandlerFunc(s.handleDocs))
+	if d.UI != nil {
+		for _, p := range d.UI.Patterns() {
+			mux.Handle(p, d.UI)
+		}
+	}
 	s.handler = s.observe(s.cors(s.limitBody(s.jsonFallbacks(mux))))
 	return s
 }

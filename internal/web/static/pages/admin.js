@@ -1,0 +1,111 @@
+// The admin page: system figures, users (create, role, active, delete) and
+// content (modules' names and descriptions, lessons' Markdown).
+import { api } from "../api.js";
+import { h, clear, toast, fmtDate } from "../dom.js";
+
+/** render draws the admin page; the API refuses non-admins with 403. */
+export async function render(ctx) {
+  ctx.title("Admin");
+  if (ctx.me.role !== "admin") {
+    clear(ctx.main, h("h1", null, "Admin"), h("p", { class: "error" }, "Admin access required."));
+    return;
+  }
+  const stats = await api("GET", "/api/admin/stats");
+  const body = h("div");
+  const tabs = [["Users", users], ["Content", content]];
+  const bar = h("div", { class: "tabs", role: "tablist" }, tabs.map(([name, fn], i) =>
+    h("button", { type: "button", role: "tab", "aria-selected": i === 0 ? "true" : "false", onclick: (e) => {
+      bar.querySelectorAll("button").forEach((b) => b.setAttribute("aria-selected", b === e.target ? "true" : "false"));
+      fn(body).catch((x) => clear(body, h("p", { class: "error" }, x.message)));
+    } }, name)));
+  const l = stats.learning;
+  clear(ctx.main,
+    h("h1", null, "Administration"),
+    h("div", { class: "tiles" },
+      tile("Users", stats.users.total, `${stats.users.active} active · ${stats.users.by_role.admin} admin${stats.users.by_role.admin === 1 ? "" : "s"}`),
+      tile("Active learners", l.active_users_7d, `7 days · ${l.active_users_30d} in 30`),
+      tile("Lessons", stats.lessons.themes, `${stats.lessons.modules} modules · ${stats.lessons.completions} completions`),
+      tile("Sandboxes", stats.sandboxes.running, `running of ${stats.sandboxes.containers} · engine ${stats.sandboxes.engine_available ? "up" : "down"}`)),
+    bar, body);
+  await users(body);
+}
+
+function tile(label, value, sub) {
+  return h("div", { class: "tile" }, h("span", { class: "tile-label" }, label), h("strong", null, String(value)), h("span", { class: "muted" }, sub));
+}
+
+async function users(body, page = 1) {
+  const { data: list, res } = await api("GET", "/api/admin/users", { query: { page, page_size: 20 }, full: true });
+  const total = Number(res.headers.get("X-Total-Count")) || list.length;
+  const pages = Math.max(1, Math.ceil(total / 20));
+  const rows = list.map((u) => {
+    const role = h("select", { "aria-label": `Role of ${u.username}` }, ["student", "instructor", "admin"].map((r) => h("option", { value: r, selected: r === u.role }, r)));
+    role.addEventListener("change", async () => {
+      try { await api("PUT", `/api/admin/users/${u.id}/role`, { query: { role: role.value } }); toast(`${u.username} is now ${role.value}`); } catch (e) { toast(e.message, "error"); role.value = u.role; }
+    });
+    const active = h("input", { type: "checkbox", checked: u.is_active, "aria-label": `${u.username} is active` });
+    active.addEventListener("change", async () => {
+      try { await api("PUT", `/api/admin/users/${u.id}/active`, { query: { is_active: active.checked } }); toast(`${u.username} ${active.checked ? "activated" : "deactivated"}`); } catch (e) { toast(e.message, "error"); active.checked = !active.checked; }
+    });
+    const del = h("button", { type: "button", class: "small danger" }, "Delete");
+    del.addEventListener("click", async () => {
+      if (!confirm(`Delete ${u.username} and everything they did?`)) return;
+      try { await api("DELETE", `/api/admin/users/${u.id}`); toast(`${u.username} deleted`); users(body, page); } catch (e) { toast(e.message, "error"); }
+    });
+    return h("tr", null, h("td", null, String(u.id)), h("td", null, u.username), h("td", null, u.email), h("td", null, role), h("td", null, active), h("td", null, fmtDate(u.created_at)), h("td", null, del));
+  });
+  const err = h("p", { class: "error", role: "alert" });
+  const create = h("form", { class: "inline-form" },
+    h("input", { name: "username", placeholder: "username", "aria-label": "Username", required: true }),
+    h("input", { name: "email", type: "email", placeholder: "e-mail", "aria-label": "E-mail", required: true }),
+    h("input", { name: "password", type: "password", placeholder: "password", "aria-label": "Password", autocomplete: "new-password", required: true }),
+    h("select", { name: "role", "aria-label": "Role" }, ["student", "instructor", "admin"].map((r) => h("option", { value: r }, r))),
+    h("button", { type: "submit" }, "Create user"));
+  create.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    err.textContent = "";
+    try { await api("POST", "/api/admin/users", { body: Object.fromEntries(new FormData(create)) }); toast("User created"); users(body, page); } catch (x) { err.textContent = x.message; }
+  });
+  const pager = h("p", { class: "pager" },
+    h("button", { type: "button", class: "small ghost", disabled: page <= 1, onclick: () => users(body, page - 1) }, "← Previous"),
+    ` Page ${page} of ${pages} (${total} users) `,
+    h("button", { type: "button", class: "small ghost", disabled: page >= pages, onclick: () => users(body, page + 1) }, "Next →"));
+  clear(body,
+    h("section", { class: "card" }, h("h2", null, "New user"), create, err),
+    h("section", { class: "card" }, h("h2", null, "Users"),
+      h("div", { class: "table-wrap" }, h("table", null,
+        h("thead", null, h("tr", null, ["id", "username", "e-mail", "role", "active", "since", ""].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", null, rows))), pager));
+}
+
+async function content(body) {
+  const modules = await api("GET", "/api/lessons/modules");
+  const editor = h("div");
+  const list = modules.map((m) => {
+    const f = h("form", { class: "inline-form" },
+      h("input", { name: "name", value: m.name, "aria-label": `Name of module ${m.id}`, required: true }),
+      h("input", { name: "description", value: m.description, "aria-label": `Description of module ${m.id}`, class: "grow" }),
+      h("input", { name: "order_index", type: "number", value: m.order_index, "aria-label": `Position of module ${m.id}`, class: "num" }),
+      h("button", { type: "submit", class: "small" }, "Save"));
+    f.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try { await api("PUT", `/api/admin/lessons/modules/${m.id}`, { query: Object.fromEntries(new FormData(f)) }); toast("Module saved"); } catch (x) { toast(x.message, "error"); }
+    });
+    return h("details", { class: "card" }, h("summary", null, `${m.order_index}. ${m.title} (${m.themes.length} lessons)`), f,
+      h("ul", { class: "plain" }, m.themes.map((t) => h("li", { class: "row" }, h("a", { href: `/lessons/${t.id}` }, t.title),
+        h("button", { type: "button", class: "small ghost", onclick: () => editLesson(editor, t) }, "Edit lesson")))));
+  });
+  clear(body, editor, list);
+}
+
+async function editLesson(editor, t) {
+  const c = await api("GET", `/api/lessons/themes/${t.id}/content`);
+  const area = h("textarea", { rows: 24, class: "code", "aria-label": `Markdown of ${t.title}` }, c.markdown);
+  const save = h("button", { type: "button" }, "Save lesson");
+  save.addEventListener("click", async () => {
+    try { await api("PUT", `/api/admin/lessons/themes/${t.id}/content`, { body: area.value, contentType: "text/markdown" }); toast("Lesson saved"); clear(editor); } catch (x) { toast(x.message, "error"); }
+  });
+  clear(editor, h("section", { class: "card" }, h("h2", null, `Editing: ${t.title}`), area,
+    h("p", { class: "lab-actions" }, save, h("button", { type: "button", class: "ghost", onclick: () => clear(editor) }, "Cancel"))));
+  area.focus();
+}

@@ -1,0 +1,72 @@
+// Sign in and sign up.
+import { api, session } from "../api.js";
+import { h, clear } from "../dom.js";
+
+function field(label, attrs) {
+  const id = "f-" + attrs.name;
+  return h("p", { class: "field" }, h("label", { for: id }, label), h("input", { id, ...attrs }));
+}
+
+function nextPath(ctx) {
+  const n = ctx.query.get("next") || "/";
+  return n.startsWith("/") && !n.startsWith("//") ? n : "/";
+}
+
+async function logIn(ctx, username, password) {
+  const tok = await api("POST", "/api/auth/login", { body: { username, password }, noSignOut: true });
+  session.set(tok.access_token);
+  ctx.signedIn(await api("GET", "/api/auth/me"));
+  ctx.go(nextPath(ctx), { replace: true });
+}
+
+function form(ctx, { title, intro, fields, submit, alt, onsubmit }) {
+  const err = h("p", { class: "error", role: "alert" });
+  const btn = h("button", { type: "submit" }, submit);
+  const f = h("form", { class: "card narrow", novalidate: true }, h("h1", null, title), intro ? h("p", { class: "muted" }, intro) : null, fields, err, btn, h("p", { class: "alt" }, alt));
+  f.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    err.textContent = "";
+    btn.disabled = true;
+    try {
+      await onsubmit(Object.fromEntries(new FormData(f)));
+    } catch (x) {
+      err.textContent = x.message;
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  clear(ctx.main, f);
+  f.querySelector("input").focus();
+}
+
+/** signin is the sign-in page. */
+export async function signin(ctx) {
+  ctx.title("Sign in");
+  if (session.token()) { ctx.go(nextPath(ctx), { replace: true }); return; }
+  form(ctx, {
+    title: "Sign in", submit: "Sign in",
+    intro: "Learn Linux administration in a real shell in your browser.",
+    fields: [field("Username", { name: "username", autocomplete: "username", required: true }),
+      field("Password", { name: "password", type: "password", autocomplete: "current-password", required: true })],
+    alt: ["New here? ", h("a", { href: "/signup" + location.search }, "Create an account")],
+    onsubmit: (v) => logIn(ctx, v.username.trim(), v.password),
+  });
+}
+
+/** signup is the registration page; it signs the new learner in. */
+export async function signup(ctx) {
+  ctx.title("Sign up");
+  if (session.token()) { ctx.go("/", { replace: true }); return; }
+  form(ctx, {
+    title: "Create your account", submit: "Sign up",
+    intro: "Free, and all you need is a browser: every lesson comes with its own Linux sandbox.",
+    fields: [field("Username", { name: "username", autocomplete: "username", required: true }),
+      field("E-mail", { name: "email", type: "email", autocomplete: "email", required: true }),
+      field("Password (8 characters or more)", { name: "password", type: "password", autocomplete: "new-password", required: true, minlength: 8 })],
+    alt: ["Have an account? ", h("a", { href: "/signin" + location.search }, "Sign in")],
+    onsubmit: async (v) => {
+      await api("POST", "/api/auth/register", { body: { username: v.username.trim(), email: v.email.trim(), password: v.password }, noSignOut: true });
+      await logIn(ctx, v.username.trim(), v.password);
+    },
+  });
+}

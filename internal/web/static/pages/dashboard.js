@@ -1,0 +1,53 @@
+// The learner's dashboard: progress, streaks, labs, exams, activity.
+import { api } from "../api.js";
+import { h, clear, fmtDate, progressBar } from "../dom.js";
+
+const KINDS = {
+  theme_completed: "Lesson completed", sandbox_created: "Sandbox created", lab_started: "Lab started",
+  lab_checked: "Lab checked", lab_submitted: "Lab submitted", exam_started: "Exam started",
+  exam_submitted: "Exam submitted", profile_updated: "Profile", password_changed: "Password", avatar_changed: "Avatar",
+};
+const days = (n) => `${n} ${n === 1 ? "day" : "days"}`;
+
+/** render draws the dashboard. */
+export async function render(ctx) {
+  ctx.title("Dashboard");
+  const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  // Days and streaks are counted in the learner's zone; a zone the server
+  // does not know (422) falls back to UTC.
+  const inZone = (path, query) => api("GET", path, { query: { ...query, tz } }).catch((e) => {
+    if (e.status === 422) return api("GET", path, { query });
+    throw e;
+  });
+  const [stats, analytics, activity] = await Promise.all([
+    inZone("/api/dashboard/stats", {}),
+    inZone("/api/dashboard/analytics", { days: 30 }),
+    api("GET", "/api/dashboard/activity", { query: { page_size: 10 } }),
+  ]);
+  const tile = (label, value, sub) => h("div", { class: "tile" }, h("span", { class: "tile-label" }, label), h("strong", null, value), sub ? h("span", { class: "muted" }, sub) : null);
+  const perDay = analytics.days;
+  const max = Math.max(1, ...perDay.map((d) => d.events));
+  const total = perDay.reduce((n, d) => n + d.events, 0);
+  const chart = h("div", { class: "chart", role: "img", "aria-label": `${total} things done over the last ${perDay.length} days` },
+    perDay.map((d) => h("span", { title: `${d.date}: ${d.events}`, style: { height: `${Math.max(3, Math.round((100 * d.events) / max))}%` }, class: d.events ? "" : "zero" })));
+  clear(ctx.main,
+    h("h1", null, "Your dashboard"),
+    h("div", { class: "tiles" },
+      tile("Lessons", `${stats.themes.completed}/${stats.themes.total}`, `${stats.themes.percent}%`),
+      tile("Streak", days(stats.streak.current), `longest ${days(stats.streak.longest)}`),
+      tile("Laboratories passed", `${stats.labs.passed}`, `${stats.labs.attempted} attempted`),
+      tile("Exams passed", `${stats.exams.passed}`, `${stats.exams.attempted} attempted`),
+      tile("Time spent", `${Math.round(analytics.minutes_total / 6) / 10} h`, `${analytics.minutes_in_window} min in 30 days (estimated)`),
+      tile("Sandboxes running", `${stats.sandboxes_running}`, stats.last_active_at ? `last active ${fmtDate(stats.last_active_at)}` : "")),
+    h("section", { class: "card" }, h("h2", null, "Last 30 days"), chart),
+    h("div", { class: "columns" },
+      h("section", { class: "card" }, h("h2", null, "Modules"),
+        h("ul", { class: "plain" }, stats.modules.map((m) => h("li", null,
+          h("div", { class: "row" }, h("span", null, m.title), h("span", { class: "muted" }, `${m.completed}/${m.total}`)),
+          progressBar(m.completed, m.total, m.title))))),
+      h("section", { class: "card" }, h("h2", null, "Recent activity"),
+        activity.length ? h("ul", { class: "plain activity" }, activity.map((a) => h("li", null,
+          h("span", null, h("span", { class: "muted" }, (KINDS[a.kind] || a.kind) + ": "), a.title, a.score !== null ? ` (${a.score}%)` : ""), h("span", { class: "muted nowrap" }, fmtDate(a.at))))) : h("p", { class: "muted" }, "Nothing yet: open a lesson."),
+        stats.exams.best.length ? [h("h2", null, "Best exam scores"), h("ul", { class: "plain" }, stats.exams.best.map((x) => h("li", { class: "row" },
+          h("a", { href: `/exams/${x.exam_id}` }, x.title), h("span", { class: x.passed ? "pass" : "muted" }, `${x.best_score}%`))))] : null)));
+}

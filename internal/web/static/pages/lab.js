@@ -1,0 +1,150 @@
+// A laboratory: its tasks, a Check button with per-task results and their
+// FAIL: reasons, a Submit button, the time left, and the attempt's sandbox
+// in a terminal.
+import { api, serverOffset } from "../api.js";
+import { h, clear, toast, fmtClock } from "../dom.js";
+import { markdown } from "../md.js";
+import { TerminalPanel } from "../terminal.js";
+import { containerById } from "../sandbox.js";
+import { split } from "./lesson.js";
+
+const key = (id) => `tuxlab.lab.${id}`;
+
+/** render draws laboratory ctx.params[0]. */
+export async function render(ctx) {
+  const id = Number(ctx.params[0]);
+  const lab = await api("GET", `/api/laboratories/${id}`);
+  ctx.title(lab.title);
+
+  let attempt = null, offset = 0, panel = null, clock = null;
+  const stored = Number(sessionStorage.getItem(key(id)));
+  if (stored) {
+    attempt = await api("GET", `/api/laboratories/attempts/${stored}/results`).catch(() => null);
+    if (!attempt || attempt.laboratory_id !== id) { attempt = null; sessionStorage.removeItem(key(id)); }
+  }
+
+  const status = h("div", { class: "lab-status", role: "status", "aria-live": "polite" });
+  const timer = h("span", { class: "timer", "aria-live": "off" });
+  const startBtn = h("button", { type: "button" }, "Start the laboratory");
+  const checkBtn = h("button", { type: "button", class: "secondary", "data-focus-after-terminal": "" }, "Check my work");
+  const submitBtn = h("button", { type: "button", class: "ghost" }, "Submit");
+  const taskItems = lab.tasks.map((t, i) => {
+    const result = h("div", { class: "task-result", "aria-live": "polite" });
+    const li = h("li", { class: "task", dataset: { taskId: t.id } },
+      h("h3", null, h("span", { class: "badge", "aria-hidden": "true" }, String(i + 1)), t.title, h("span", { class: "pts" }, `${t.points} pt`)),
+      h("div", { class: "prose" }, markdown(t.description)),
+      t.hint ? h("details", null, h("summary", null, "Hint"), h("p", null, t.hint)) : null,
+      result);
+    return { t, li, result };
+  });
+  const actions = h("div", { class: "lab-actions attempt-bar" }, startBtn, checkBtn, submitBtn, timer);
+  const left = h("article", { class: "lab" },
+    h("h1", null, lab.title),
+    h("p", { class: "muted" }, `${lab.tasks.length} tasks · ${lab.time_limit_minutes} minutes · pass at ${lab.passing_score}%`),
+    h("div", { class: "prose" }, markdown(lab.description)),
+    actions, status,
+    h("ol", { class: "tasks" }, taskItems.map((x) => x.li)));
+  const termBox = h("div", { class: "term-box" }, h("div", { class: "term-placeholder" },
+    h("p", null, "Start the laboratory to get its sandbox: the setup prepares it for the tasks.")));
+  const layout = split(ctx, left, termBox, ["Tasks", "Terminal"]);
+
+  function showResults(a) {
+    const byTask = new Map((a.tasks || []).map((r) => [r.task_id, r]));
+    for (const { t, li, result } of taskItems) {
+      const r = byTask.get(t.id);
+      li.dataset.state = r ? (r.passed ? "pass" : "fail") : "";
+      clear(result, r ? [
+        h("p", { class: r.passed ? "pass" : "fail" }, r.passed ? "✓ Passed" : "✗ Not yet"),
+        r.feedback.length ? h("ul", { class: "feedback" }, r.feedback.map((f) => h("li", null, f))) : null,
+      ] : null);
+    }
+    const open = a.status === "in_progress";
+    startBtn.hidden = open;
+    if (!open) startBtn.textContent = "Start again";
+    checkBtn.hidden = submitBtn.hidden = !open;
+    if (!open) {
+      stopClock();
+      clear(status, h("p", { class: a.passed ? "pass" : "fail" },
+        a.status === "expired" ? "Time ran out: this attempt has ended." : `Submitted: ${a.score}% (${a.points}/${a.max_points} points), ${a.passed ? "passed" : "not passed"}.`));
+    } else if (a.last_check_at) {
+      const passed = (a.tasks || []).filter((r) => r.passed).length;
+      clear(status, h("p", null, `Last check: ${passed} of ${lab.tasks.length} tasks pass.`));
+    } else clear(status);
+  }
+
+  function stopClock() { clearInterval(clock); clock = null; timer.textContent = ""; }
+  function startClock(a) {
+    stopClock();
+    const end = Date.parse(a.expires_at);
+    const tick = () => {
+      const left = (end - (Date.now() + offset)) / 1000;
+      timer.textContent = `${fmtClock(left)} left`;
+      timer.classList.toggle("urgent", left < 120);
+      if (left <= 0) { stopClock(); timer.textContent = "Time is up"; }
+    };
+    tick();
+    clock = setInterval(tick, 1000);
+  }
+
+  function openTerminal(a) {
+    if (panel || !a.container_id) return;
+    panel = new TerminalPanel(termBox, { getSandbox: (say) => containerById(a.container_id, say), title: "Laboratory sandbox" }).start();
+  }
+
+  function adopt(a, res) {
+    attempt = a;
+    if (res) { const o = serverOffset(res); offset = Math.abs(o) > 2000 ? o : 0; }
+    sessionStorage.setItem(key(id), String(a.id));
+    showResults(a);
+    if (a.status === "in_progress") { startClock(a); openTerminal(a); }
+  }
+
+  startBtn.addEventListener("click", async () => {
+    startBtn.disabled = true;
+    clear(status, h("p", null, "Preparing your sandbox: creating it and running the laboratory's setup…"));
+    try {
+      const { data, res } = await api("POST", `/api/laboratories/${id}/start`, { full: true });
+      if (panel) { panel.dispose(); panel = null; }
+      adopt(data, res);
+      layout.show(1);
+      panel && panel.focus();
+    } catch (e) {
+      const other = e.body && e.body.attempt_id;
+      if (e.status === 409 && other) {
+        const { data, res } = await api("GET", `/api/laboratories/attempts/${other}/results`, { full: true });
+        adopt(data, res);
+        toast("You already had this laboratory open: carrying on");
+      } else clear(status, h("p", { class: "error" }, e.message));
+    } finally { startBtn.disabled = false; }
+  });
+
+  let retryTimer;
+  checkBtn.addEventListener("click", async () => {
+    checkBtn.disabled = true;
+    clear(status, h("p", null, "Checking every task in your sandbox…"));
+    let wait = 0;
+    try {
+      adopt(await api("POST", `/api/laboratories/${id}/check`));
+    } catch (e) {
+      if (e.status === 429) {
+        wait = Number(e.res.headers.get("Retry-After")) || 5;
+        clear(status, h("p", null, `One check every few seconds: try again in ${wait} s.`));
+      } else clear(status, h("p", { class: "error" }, e.message));
+    } finally {
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(() => { checkBtn.disabled = false; }, wait * 1000);
+    }
+  });
+
+  submitBtn.addEventListener("click", async () => {
+    if (!confirm("Submit the laboratory? Every task is checked once more and the attempt ends.")) return;
+    submitBtn.disabled = true;
+    try {
+      adopt(await api("POST", `/api/laboratories/${id}/submit`));
+    } catch (e) { clear(status, h("p", { class: "error" }, e.message)); } finally { submitBtn.disabled = false; }
+  });
+
+  ctx.cleanup(() => { stopClock(); clearTimeout(retryTimer); if (panel) panel.dispose(); });
+  if (attempt) adopt(attempt);
+  else { checkBtn.hidden = submitBtn.hidden = true; }
+}

@@ -1,0 +1,258 @@
+// The terminal panel: xterm.js on the sandbox's WebSocket (docs/terminal.md).
+// It fits its box and tells the server the size, reconnects when the socket
+// drops (the sandbox is started again if the idle stop stopped it), copies and
+// pastes with Ctrl+Shift+C / Ctrl+Shift+V, and shows the server's `expiring`
+// warnings as a countdown.
+import { Terminal } from "./vendor/xterm/xterm.mjs";
+import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
+import { h, toast, fmtClock } from "./dom.js";
+import { session } from "./api.js";
+
+const THEME = {
+  background: "#11151c", foreground: "#d8dee9", cursor: "#7ee787", cursorAccent: "#11151c",
+  selectionBackground: "#3b4a63", selectionForeground: "#ffffff",
+  black: "#1b2029", red: "#ff6b6b", green: "#7ee787", yellow: "#f2cc60", blue: "#79c0ff",
+  magenta: "#d2a8ff", cyan: "#76e3ea", white: "#d8dee9",
+  brightBlack: "#6e7681", brightRed: "#ffa198", brightGreen: "#aff5b4", brightYellow: "#f8e3a1",
+  brightBlue: "#a5d6ff", brightMagenta: "#e2c5ff", brightCyan: "#b3f0ff", brightWhite: "#ffffff",
+};
+
+const enc = new TextEncoder();
+
+/**
+ * TerminalPanel renders into el. getSandbox() returns a running container
+ * (creating or starting it as needed); it is called for every connection.
+ */
+export class TerminalPanel {
+  constructor(el, { getSandbox, title = "Terminal" }) {
+    this.getSandbox = getSandbox;
+    this.retries = 0;
+    this.closed = false;
+    this.exited = false;
+    this.timers = new Set();
+    this.statusEl = h("span", { class: "term-status", role: "status", "aria-live": "polite" });
+    this.nameEl = h("span", { class: "term-name" });
+    this.warnEl = h("div", { class: "term-warn", hidden: true, role: "alert" });
+    this.host = h("div", { class: "term-host", "aria-label": "Terminal: Tab completes in the shell; F6 leaves the terminal" });
+    this.root = h("section", { class: "term", "aria-label": title, dataset: { state: "idle" } },
+      h("div", { class: "term-bar" },
+        h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl,
+        h("span", { class: "term-tools" },
+          h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
+          h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
+          h("button", { type: "button", class: "small ghost", title: "Open a new shell", onclick: () => this.reconnect(true) }, "Reconnect"))),
+      this.warnEl, this.host,
+      h("p", { class: "term-help" }, "Ctrl+Shift+C copies the selection, Ctrl+Shift+V pastes, F6 leaves the terminal."));
+    el.replaceChildren(this.root);
+
+    this.term = new Terminal({
+      theme: THEME, cursorBlink: true, scrollback: 5000, allowProposedApi: false,
+      fontFamily: "'DejaVu Sans Mono', 'Liberation Mono', ui-monospace, Menlo, Consolas, monospace",
+      fontSize: window.matchMedia("(max-width: 600px)").matches ? 13 : 14,
+    });
+    this.fit = new FitAddon();
+    this.term.loadAddon(this.fit);
+    this.term.open(this.host);
+    this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
+    this.term.onData((d) => this.send(d));
+    this.term.onResize(({ cols, rows }) => this.onResize(cols, rows));
+    this.resizeObserver = new ResizeObserver(() => this.refit());
+    this.resizeObserver.observe(this.host);
+    this.onOnline = () => { if (!this.isOpen()) this.reconnect(false); };
+    window.addEventListener("online", this.onOnline);
+    this.refit();
+  }
+
+  /** start opens the first connection. */
+  start() { this.connect(); return this; }
+
+  isOpen() { return this.ws && this.ws.readyState === WebSocket.OPEN; }
+
+  setState(state, text) {
+    this.root.dataset.state = state;
+    this.statusEl.textContent = text;
+  }
+
+  refit() {
+    cancelAnimationFrame(this.fitFrame);
+    this.fitFrame = requestAnimationFrame(() => {
+      if (this.closed || !this.host.offsetParent) return; // hidden: fit when shown
+      try { this.fit.fit(); } catch { /* not laid out yet */ }
+      this.root.dataset.cols = this.term.cols;
+      this.root.dataset.rows = this.term.rows;
+    });
+  }
+
+  onResize(cols, rows) {
+    this.root.dataset.cols = cols;
+    this.root.dataset.rows = rows;
+    if (this.isOpen()) this.ws.send(JSON.stringify({ type: "resize", cols, rows }));
+  }
+
+  async connect() {
+    if (this.closed) return;
+    clearTimeout(this.retryTimer);
+    this.exited = false;
+    this.setState("connecting", this.retries ? "Reconnecting…" : "Connecting…");
+    let c;
+    try {
+      c = await this.getSandbox((msg) => this.setState("connecting", msg));
+    } catch (e) {
+      if (this.closed) return;
+      this.setState("error", e.message);
+      if (e.status === 0 || e.status >= 500) this.scheduleRetry();
+      return;
+    }
+    if (this.closed) return;
+    this.container = c;
+    this.root.dataset.containerId = c.id;
+    this.nameEl.textContent = `${c.name} #${c.id}`;
+    try { this.fit.fit(); } catch { /* keep the last size */ }
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const q = new URLSearchParams({ token: session.token() || "", cols: this.term.cols, rows: this.term.rows });
+    const ws = new WebSocket(`${proto}//${location.host}${c.terminal_url}?${q}`);
+    ws.binaryType = "arraybuffer";
+    this.ws = ws;
+    ws.onopen = () => {
+      if (ws !== this.ws) return;
+      if (this.retries) this.term.write("\r\n\x1b[2m[reconnected: a new shell]\x1b[0m\r\n");
+      this.retries = 0;
+      this.setState("connected", "Connected");
+      this.onResize(this.term.cols, this.term.rows);
+      if (document.activeElement === document.body) this.term.focus();
+    };
+    ws.onmessage = (e) => {
+      if (ws !== this.ws) return;
+      if (typeof e.data !== "string") { this.term.write(new Uint8Array(e.data)); return; }
+      let m;
+      try { m = JSON.parse(e.data); } catch { return; }
+      this.control(m);
+    };
+    ws.onclose = (e) => {
+      if (ws !== this.ws || this.closed || this.exited) return;
+      if (e.code === 1000) {
+        // Closed on purpose (the idle limit): no reconnecting loop behind the
+        // learner's back; Enter or Reconnect opens a new shell.
+        this.exited = true;
+        this.hideWarning();
+        this.setState("exited", e.reason === "idle" ? "Closed after inactivity" : "Closed");
+        this.term.write("\r\n\x1b[2m[the terminal was closed" + (e.reason === "idle" ? " after inactivity" : "") + ": press Enter for a new shell]\x1b[0m\r\n");
+        return;
+      }
+      this.scheduleRetry();
+    };
+  }
+
+  control(m) {
+    if (m.type === "exit") {
+      this.exited = true;
+      this.setState("exited", `Shell exited (${m.code})`);
+      this.term.write(`\r\n\x1b[2m[the shell exited with code ${m.code}: press Enter for a new one]\x1b[0m\r\n`);
+    } else if (m.type === "expiring") {
+      this.warn(m.reason, Number(m.seconds) || 0);
+    } else if (m.type === "error") {
+      toast(m.detail || "The terminal reported an error", "error");
+      this.term.write(`\r\n\x1b[31m[${m.detail || "error"}]\x1b[0m\r\n`);
+    }
+  }
+
+  /** warn shows the server's warning with a live countdown. */
+  warn(reason, seconds) {
+    clearInterval(this.warnTimer);
+    this.warnReason = reason;
+    const deadline = Date.now() + seconds * 1000;
+    const text = () => {
+      const left = Math.max(0, (deadline - Date.now()) / 1000);
+      return reason === "lifetime"
+        ? `This sandbox reaches its maximum lifetime in ${fmtClock(left)} and will be removed. Save what you need.`
+        : `Idle: this terminal closes in ${fmtClock(left)}. Type anything to keep it open.`;
+    };
+    this.warnEl.textContent = text();
+    this.warnEl.dataset.reason = reason;
+    this.warnEl.hidden = false;
+    this.warnTimer = setInterval(() => {
+      this.warnEl.textContent = text();
+      if (Date.now() > deadline + 5000) this.hideWarning();
+    }, 1000);
+  }
+
+  hideWarning() {
+    clearInterval(this.warnTimer);
+    this.warnEl.hidden = true;
+  }
+
+  scheduleRetry() {
+    const delay = Math.min(15000, 1000 * 2 ** this.retries);
+    this.retries++;
+    this.setState("reconnecting", `Disconnected: retrying in ${Math.round(delay / 1000)} s`);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  /** reconnect drops the socket (if any) and opens a new shell. */
+  reconnect(byUser) {
+    if (this.ws) { const old = this.ws; this.ws = null; old.close(); }
+    if (byUser) this.retries = 0;
+    this.connect();
+  }
+
+  send(data) {
+    if (this.exited && data === "\r") { this.reconnect(true); return; }
+    if (this.warnReason === "idle") { this.warnReason = ""; this.hideWarning(); }
+    if (this.isOpen()) this.ws.send(enc.encode(data));
+  }
+
+  onKey(e) {
+    if (e.type !== "keydown") return true;
+    const combo = e.ctrlKey && e.shiftKey && !e.altKey && !e.metaKey;
+    if (combo && e.code === "KeyC") { e.preventDefault(); this.copy(); return false; }
+    if (combo && e.code === "KeyV") {
+      // With the Clipboard API, read it here; without (plain http on another
+      // host), let the browser's own paste event reach xterm.js.
+      if (navigator.clipboard && navigator.clipboard.readText) { e.preventDefault(); this.pasteFromClipboard(); }
+      return false;
+    }
+    if (e.key === "F6" && !e.ctrlKey && !e.altKey) {
+      e.preventDefault();
+      const next = this.root.closest(".split")?.querySelector("[data-focus-after-terminal]") || document.querySelector("#main h1");
+      if (next) { if (!next.hasAttribute("tabindex") && !/^(A|BUTTON|INPUT)$/.test(next.tagName)) next.setAttribute("tabindex", "-1"); next.focus(); }
+      return false;
+    }
+    return true;
+  }
+
+  async copy() {
+    const text = this.term.getSelection();
+    if (!text) { toast("Select some text in the terminal first"); return; }
+    try {
+      await navigator.clipboard.writeText(text);
+      toast("Copied");
+    } catch {
+      toast("The browser refused the clipboard: use its Copy menu", "error");
+    }
+    this.term.focus();
+  }
+
+  async pasteFromClipboard() {
+    try {
+      const text = await navigator.clipboard.readText();
+      if (text) this.term.paste(text);
+    } catch {
+      toast("The browser refused to read the clipboard: use Shift+Insert or its Paste menu", "error");
+    }
+    this.term.focus();
+  }
+
+  focus() { this.term.focus(); }
+
+  /** dispose closes the socket (which ends its shell) and frees everything. */
+  dispose() {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.warnTimer);
+    window.removeEventListener("online", this.onOnline);
+    this.resizeObserver.disconnect();
+    if (this.ws) this.ws.close();
+    this.term.dispose();
+  }
+}

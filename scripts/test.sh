@@ -14,6 +14,11 @@
 # images when it can (the debian one takes a few minutes the first time), and
 # then sets TUXLAB_TEST_DOCKER=1, which makes a missing engine or image fail the tests.
 # TUXLAB_TEST_NO_DOCKER=1 skips that set-up (and the sandbox tests skip).
+#
+# The browser test drives headless Chromium through the web interface; the script
+# installs chromium and node (apt) and e2e's playwright-core (npm ci), then sets
+# TUXLAB_TEST_BROWSER=1. TUXLAB_TEST_NO_BROWSER=1 skips that set-up (the test skips).
+# Its screenshots, one per page, are kept in artifacts/screenshots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +79,29 @@ if [ -z "${TUXLAB_TEST_NO_DOCKER:-}" ]; then
 		say "CI needs the container engine for the sandbox tests"; exit 1
 	else
 		say "no container engine: the sandbox tests will skip (TUXLAB_TEST_DOCKER is not set)"
+	fi
+fi
+
+# The browser test (internal/web/e2e_test.go): Debian's chromium driven by playwright-core
+# at the version e2e/package-lock.json pins. Once both are here TUXLAB_TEST_BROWSER=1 makes
+# a missing browser fail the test; screenshots land in artifacts/screenshots/.
+# TUXLAB_TEST_NO_BROWSER=1 skips this set-up (and the browser test skips).
+if [ -z "${TUXLAB_TEST_NO_BROWSER:-}" ]; then
+	browser_ok=1
+	if ! command -v chromium >/dev/null; then apt_install chromium || browser_ok=; fi
+	if [ -n "$browser_ok" ] && ! { command -v node >/dev/null && command -v npm >/dev/null; }; then
+		apt_install nodejs npm || browser_ok=
+	fi
+	if [ -n "$browser_ok" ]; then
+		say "npm ci in e2e/ (playwright-core)"
+		(cd e2e && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || browser_ok=
+	fi
+	if [ -n "$browser_ok" ]; then
+		export TUXLAB_TEST_BROWSER=1
+	elif [ -n "${CI:-}" ]; then
+		say "CI needs chromium, node and e2e/node_modules for the browser test"; exit 1
+	else
+		say "no browser: the browser test will skip (TUXLAB_TEST_BROWSER is not set)"
 	fi
 fi
 

@@ -1,0 +1,293 @@
+// One learner's way through tuxlab's web interface, in headless Chromium:
+// sign up, read a lesson, use the terminal (echo, vi, copy and paste, resize
+// and stty size, reload and find the same sandbox), check a laboratory task
+// before and after solving it, take an exam against its timer, and visit the
+// dashboard, the profile, /docs and (with an admin) the admin page. A
+// screenshot of every page lands in $TUXLAB_SCREENSHOTS (default
+// artifacts/screenshots). Exits non-zero on the first failed expectation, or
+// when the browser reports a Content-Security-Policy violation or a script error.
+//
+//   node e2e/learner.mjs http://127.0.0.1:8000
+//
+// Environment: CHROMIUM (default /usr/bin/chromium), TUXLAB_SCREENSHOTS,
+// TUXLAB_E2E_ADMIN=user:password (visit the admin page as that admin).
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const base = (process.argv[2] || "").replace(/\/$/, "");
+if (!base) { console.error("usage: node learner.mjs BASE_URL"); process.exit(2); }
+const shots = process.env.TUXLAB_SCREENSHOTS || "artifacts/screenshots";
+mkdirSync(shots, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  // Chromium's own sandbox cannot run as root (CI runs as root).
+  args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [],
+});
+const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-GB", timezoneId: "Europe/Berlin" });
+await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+context.setDefaultTimeout(30000);
+const page = await context.newPage();
+
+const problems = [];
+page.on("console", (m) => {
+  const t = m.text();
+  if (/Content.Security.Policy|Refused to/i.test(t)) problems.push(`CSP: ${t}`);
+  else if (m.type() === "error" && !/Failed to load resource/.test(t)) console.log(`  (console error: ${t})`);
+});
+page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
+page.on("dialog", (d) => d.accept());
+
+let n = 0;
+async function shot(name) {
+  const file = join(shots, `${String(++n).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  console.log(`  screenshot ${file}`);
+}
+async function step(name, fn) {
+  const t0 = Date.now();
+  process.stdout.write(`- ${name}\n`);
+  try {
+    await fn();
+  } catch (e) {
+    console.error(`FAIL: ${name}: ${e.message}`);
+    await page.screenshot({ path: join(shots, `failed-${name.replace(/\W+/g, "-")}.png`) }).catch(() => {});
+    await browser.close();
+    process.exit(1);
+  }
+  if (problems.length) {
+    console.error(`FAIL: ${name}:\n  ${problems.join("\n  ")}`);
+    await browser.close();
+    process.exit(1);
+  }
+  console.log(`  ok (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+}
+function expect(cond, msg) { if (!cond) throw new Error(msg); }
+
+// The terminal as the learner sees it: the rows xterm.js draws.
+const screen = () => page.evaluate(() => (document.querySelector(".term-host .xterm-rows")?.innerText || "").replace(/\u00a0/g, " "));
+async function waitScreen(re, timeout = 20000) {
+  try {
+    await page.waitForFunction(([src, flags]) => new RegExp(src, flags).test((document.querySelector(".term-host .xterm-rows")?.innerText || "").replace(/\u00a0/g, " ")),
+      [re.source, re.flags], { timeout, polling: 100 });
+  } catch {
+    throw new Error(`the terminal never showed ${re}; it shows:\n${await screen()}`);
+  }
+}
+async function connected(timeout = 90000) {
+  await page.waitForSelector('.term[data-state="connected"]', { timeout });
+  await waitScreen(/\$ *$/m, 30000); // the shell's prompt
+}
+async function run(cmd) {
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.type(cmd);
+  await page.keyboard.press("Enter");
+}
+const user = `e2e${Date.now().toString(36)}`;
+const password = "correct horse battery";
+
+await step("sign up", async () => {
+  await page.goto(base + "/");
+  await page.waitForURL(/\/signin/);
+  await page.waitForSelector("form h1");
+  await shot("signin");
+  await page.click('a[href^="/signup"]');
+  await page.waitForSelector('input[name="email"]');
+  await page.fill('input[name="username"]', user);
+  await page.fill('input[name="email"]', `${user}@tuxlab.org`);
+  await page.fill('input[name="password"]', password);
+  await shot("signup");
+  await page.click('button[type="submit"]');
+  await page.waitForSelector(".modules .module");
+  expect(new URL(page.url()).pathname === "/", `after sign-up the page is ${page.url()}`);
+  const token = await page.evaluate(() => sessionStorage.getItem("tuxlab.token"));
+  expect(token && token.split(".").length === 3, "no token in sessionStorage");
+  expect((await context.cookies()).length === 0, "the interface set a cookie");
+  await shot("curriculum");
+});
+
+let lessonURL;
+await step("read a lesson beside the terminal", async () => {
+  await page.click(".modules .module .themes a");
+  await page.waitForSelector(".lesson-body h1, .lesson h1");
+  lessonURL = page.url();
+  expect(/\/lessons\/\d+$/.test(lessonURL), `lesson URL ${lessonURL}`);
+  expect((await page.textContent(".lesson-body")).length > 200, "the lesson has no text");
+  await connected();
+});
+
+await step("type echo hello and read it on screen", async () => {
+  await run("echo hello");
+  await waitScreen(/^hello\s*$/m);
+});
+
+await step("copy a selection with Ctrl+Shift+C", async () => {
+  const at = await page.evaluate(() => {
+    const rows = [...document.querySelectorAll(".term-host .xterm-rows > div")];
+    const row = rows.reverse().find((r) => r.innerText.replace(/\u00a0/g, " ").trim() === "hello");
+    const scr = document.querySelector(".term-host .xterm-screen").getBoundingClientRect();
+    const cw = scr.width / Number(document.querySelector(".term").dataset.cols);
+    const r = row.getBoundingClientRect();
+    return { x: r.left + cw * 2.5, y: r.top + r.height / 2 };
+  });
+  await page.mouse.dblclick(at.x, at.y);
+  await page.keyboard.press("Control+Shift+C");
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied.trim() === "hello", `the clipboard holds ${JSON.stringify(copied)}`);
+});
+
+await step("paste with Ctrl+Shift+V", async () => {
+  await page.evaluate(() => navigator.clipboard.writeText("echo pasted-$((6*7))"));
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.press("Control+Shift+V");
+  await waitScreen(/\$ echo pasted-\$\(\(6\*7\)\) *$/m); // the clipboard is read asynchronously
+  await page.keyboard.press("Enter");
+  await waitScreen(/^pasted-42\s*$/m);
+});
+
+await step("write and save a file with vi", async () => {
+  await run("clear; vi notes.txt");
+  await waitScreen(/^~\s*$/m);
+  await page.keyboard.press("i");
+  await page.keyboard.type("tuxlab was here");
+  await page.keyboard.press("Escape");
+  await page.keyboard.type(":wq");
+  await page.keyboard.press("Enter");
+  await waitScreen(/\$ *$/m);
+  await run("cat notes.txt");
+  await waitScreen(/^tuxlab was here\s*$/m);
+  await run("ls -l notes.txt; uname -sr");
+  await waitScreen(/^Linux /m);
+  await shot("lesson-terminal");
+});
+
+await step("resize the window and read stty size", async () => {
+  const before = await page.evaluate(() => ({ ...document.querySelector(".term").dataset }));
+  await page.setViewportSize({ width: 1100, height: 700 });
+  await page.waitForFunction((b) => document.querySelector(".term").dataset.cols !== b.cols && document.querySelector(".term").dataset.rows !== b.rows, before);
+  const after = await page.evaluate(() => ({ ...document.querySelector(".term").dataset }));
+  await run("clear; stty size");
+  await waitScreen(new RegExp(`^${after.rows} ${after.cols}\\s*$`, "m"));
+  console.log(`  ${before.cols}x${before.rows} → ${after.cols}x${after.rows}, stty agrees`);
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
+await step("reload the page and find the same sandbox", async () => {
+  const id = await page.getAttribute(".term", "data-container-id");
+  await page.reload();
+  await connected();
+  const again = await page.getAttribute(".term", "data-container-id");
+  expect(again === id, `sandbox ${id} before the reload, ${again} after`);
+  await run("cat notes.txt");
+  await waitScreen(/^tuxlab was here\s*$/m);
+});
+
+await step("check a laboratory task before and after solving it", async () => {
+  await page.click('.lab-link a[href^="/labs/"]');
+  await page.waitForSelector(".lab h1");
+  await shot("lab");
+  await page.click("text=Start the laboratory");
+  await connected();
+  const first = ".tasks .task:first-child";
+  await page.click("text=Check my work");
+  await page.waitForSelector(`${first}[data-state="fail"] .feedback li`);
+  const reason = await page.textContent(`${first} .feedback`);
+  expect(/does not exist/.test(reason), `the first task failed with ${JSON.stringify(reason)}`);
+  await page.locator(first).scrollIntoViewIfNeeded();
+  await shot("lab-check-failed");
+  await run("mkdir -p webapp/releases/{v1,v2} webapp/shared/{config,logs} && echo made-$((1+1))");
+  await waitScreen(/^made-2\s*$/m);
+  await page.waitForSelector(`button:has-text("Check my work"):not([disabled])`);
+  await page.click("text=Check my work");
+  await page.waitForSelector(`${first}[data-state="pass"]`);
+  await page.waitForSelector(".tasks .task:nth-child(2)[data-state=\"fail\"]");
+  await page.locator(first).scrollIntoViewIfNeeded();
+  await shot("lab-check-passed");
+});
+
+await step("take an exam against its timer", async () => {
+  await page.click('nav a[href="/exams"]');
+  await page.waitForSelector(".cards .card");
+  await shot("exams");
+  await page.click(".cards .card h2 a");
+  await page.waitForSelector(".exam h1");
+  await page.click("text=Start the exam");
+  await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
+  const t1 = await page.textContent(".timer");
+  await page.waitForFunction((t) => document.querySelector(".timer").textContent !== t, t1);
+  const first = await page.$('.question input[type="radio"]');
+  if (first) await first.check();
+  await shot("exam");
+  await page.click('form.questions button[type="submit"]');
+  await page.waitForSelector(".score");
+  expect(/Your score: \d+%/.test(await page.textContent(".score")), "no score after submitting");
+  await shot("exam-results");
+});
+
+await step("dashboard", async () => {
+  await page.click('nav a[href="/dashboard"]');
+  await page.waitForSelector(".tiles .tile");
+  expect(/Lessons/.test(await page.textContent(".tiles")), "no lesson tile");
+  await shot("dashboard");
+});
+
+await step("profile with an avatar upload", async () => {
+  await page.click('nav a[href="/profile"]');
+  await page.waitForSelector("#avatar-file", { state: "attached" });
+  const png = await page.screenshot({ clip: { x: 0, y: 0, width: 240, height: 240 } });
+  await page.setInputFiles("#avatar-file", { name: "me.png", mimeType: "image/png", buffer: png });
+  await page.waitForSelector("img.avatar");
+  await page.waitForFunction(() => document.querySelector("img.avatar").naturalWidth > 0);
+  await page.fill("#p-name", "E2E Learner");
+  await page.click("text=Save");
+  await page.waitForSelector("text=Profile saved");
+  await shot("profile");
+});
+
+await step("/docs with Try it out and Authorize", async () => {
+  await page.goto(base + "/docs");
+  await page.waitForSelector(".swagger-ui .btn.authorize");
+  await page.waitForSelector(".swagger-ui .opblock");
+  await shot("docs");
+  await page.click('.swagger-ui .opblock-get .opblock-summary-path[data-path="/api/auth/me"]');
+  await page.click(".swagger-ui .opblock.is-open .try-out__btn");
+  await page.click(".swagger-ui .opblock.is-open .execute");
+  await page.waitForSelector(".swagger-ui .opblock.is-open .live-responses-table .response-col_status");
+  const status = (await page.textContent(".swagger-ui .opblock.is-open .live-responses-table .response .response-col_status")).trim();
+  expect(status.startsWith("200"), `Try it out on /api/auth/me answered ${status} (the tab's token should authorize it)`);
+  await page.locator(".swagger-ui .opblock.is-open .live-responses-table").scrollIntoViewIfNeeded();
+  await shot("docs-try-it-out");
+});
+
+await step("a phone's screen", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(lessonURL);
+  await page.waitForSelector(".lesson-body");
+  await shot("phone-lesson");
+  await page.click('.pane-tabs button:has-text("Terminal")');
+  await connected();
+  await run("echo small screen");
+  await waitScreen(/^small screen\s*$/m);
+  await shot("phone-terminal");
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
+if (process.env.TUXLAB_E2E_ADMIN) {
+  await step("admin page", async () => {
+    const [name, pass] = process.env.TUXLAB_E2E_ADMIN.split(":");
+    await page.click("text=Sign out");
+    await page.waitForURL(/\/signin/);
+    await page.fill('input[name="username"]', name);
+    await page.fill('input[name="password"]', pass);
+    await page.click('button[type="submit"]');
+    await page.waitForSelector(".modules");
+    await page.click('nav a[href="/admin"]');
+    await page.waitForSelector(`td:text-is("${user}")`);
+    await shot("admin");
+  });
+}
+
+await browser.close();
+console.log(`passed: screenshots in ${shots}`);

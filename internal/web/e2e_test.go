@@ -1,0 +1,92 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+)
+
+// BrowserRequired reports whether a missing browser must fail the end-to-end
+// test rather than skip it: TUXLAB_TEST_BROWSER is set (scripts/test.sh sets
+// it once it has installed chromium and e2e's node_modules).
+func browserRequired() bool { return os.Getenv("TUXLAB_TEST_BROWSER") != "" }
+
+// TestBrowserLearner drives headless Chromium through e2e/learner.mjs against
+// the real application: a real database with the bundled curriculum, real
+// sandboxes on the container engine, and the terminal's WebSocket. See the
+// script for every step; it saves a screenshot of each page into
+// artifacts/screenshots (or $TUXLAB_SCREENSHOTS).
+func TestBrowserLearner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test takes half a minute")
+	}
+	stop := t.Skipf
+	if browserRequired() {
+		stop = t.Fatalf
+	}
+	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		stop("no Chromium at %s (apt-get install chromium; TUXLAB_TEST_BROWSER=1 makes this fatal)", chromium)
+		return
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
+		return
+	}
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
+		stop("e2e/node_modules is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)")
+		return
+	}
+	// The bundled laboratories run on the Debian image; without an engine the
+	// test skips, or fails where the engine is required (CI, TUXLAB_TEST_DOCKER).
+	if apitest.RequireImage(t, apitest.DebianImage) == nil {
+		return
+	}
+
+	e := apitest.New(t, "sqlite", func(c *config.Config) {
+		c.BundledCurriculum = true
+		c.LabCheckInterval = time.Second // the script checks twice in a row
+	})
+	admin := e.CreateUser("admin", auth.RoleAdmin)
+
+	shots := os.Getenv("TUXLAB_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
+	}
+	shots, _ = filepath.Abs(shots)
+	os.RemoveAll(shots) // only this run's pictures
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "learner.mjs", e.URL)
+	cmd.Dir = e2e
+	cmd.Env = append(os.Environ(),
+		"CHROMIUM="+chromium,
+		"TUXLAB_SCREENSHOTS="+shots,
+		"TUXLAB_E2E_ADMIN="+admin.Username+":"+apitest.Password,
+	)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node learner.mjs %s:\n%s", e.URL, strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("the browser test failed (%v); screenshots in %s", err, shots)
+	}
+}

@@ -10,7 +10,9 @@
 //   node e2e/learner.mjs http://127.0.0.1:8000
 //
 // Environment: CHROMIUM (default /usr/bin/chromium), TUXLAB_SCREENSHOTS,
-// TUXLAB_E2E_ADMIN=user:password (visit the admin page as that admin).
+// TUXLAB_E2E_ADMIN=user:password (visit the admin page as that admin),
+// TUXLAB_E2E_IDLE_WARNING=1 (the server closes idle terminals after 20 s:
+// wait for the warning's countdown).
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -85,7 +87,7 @@ async function run(cmd) {
   await page.keyboard.type(cmd);
   await page.keyboard.press("Enter");
 }
-const user = `e2e${Date.now().toString(36)}`;
+const user = `ada${Date.now().toString(36).slice(-6)}`;
 const password = "correct horse battery";
 
 await step("sign up", async () => {
@@ -160,6 +162,7 @@ await step("write and save a file with vi", async () => {
   await waitScreen(/^tuxlab was here\s*$/m);
   await run("ls -l notes.txt; uname -sr");
   await waitScreen(/^Linux /m);
+  await page.waitForSelector("#toast:not(.show)"); // "Copied" fades out
   await shot("lesson-terminal");
 });
 
@@ -273,6 +276,27 @@ await step("a phone's screen", async () => {
   await shot("phone-terminal");
   await page.setViewportSize({ width: 1440, height: 900 });
 });
+
+// Only against a server whose terminals close after a short idle time
+// (TUXLAB_TERMINAL_IDLE_TIMEOUT=20s warns 10 s ahead): the warning is a countdown.
+if (process.env.TUXLAB_E2E_IDLE_WARNING) {
+  await step("the idle warning counts down, and typing clears it", async () => {
+    await page.goto(lessonURL);
+    await connected();
+    await page.waitForSelector(".term-warn:not([hidden])", { timeout: 60000 });
+    const left = async () => Number((await page.textContent(".term-warn")).match(/closes in \d+:(\d\d)/)[1]);
+    const first = await left();
+    await page.waitForFunction((s) => {
+      const m = document.querySelector(".term-warn").textContent.match(/closes in \d+:(\d\d)/);
+      return m && Number(m[1]) < s;
+    }, first);
+    await shot("terminal-idle-warning");
+    await page.click(".term-host .xterm-screen");
+    await page.keyboard.press("Space");
+    await page.waitForSelector(".term-warn", { state: "hidden" });
+    expect(await page.getAttribute(".term", "data-state") === "connected", "the terminal closed although the learner typed");
+  });
+}
 
 if (process.env.TUXLAB_E2E_ADMIN) {
   await step("admin page", async () => {

@@ -62,6 +62,9 @@ func TestBrowserLearner(t *testing.T) {
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.BundledCurriculum = true
 		c.LabCheckInterval = time.Second // the script checks twice in a row
+		// Idle terminals are warned 10 s ahead, so the script can watch the
+		// countdown; every other step types far more often than that.
+		c.TerminalIdleTimeout = 20 * time.Second
 	})
 	admin := e.CreateUser("admin", auth.RoleAdmin)
 
@@ -83,6 +86,7 @@ func TestBrowserLearner(t *testing.T) {
 		"CHROMIUM="+chromium,
 		"TUXLAB_SCREENSHOTS="+shots,
 		"TUXLAB_E2E_ADMIN="+admin.Username+":"+apitest.Password,
+		"TUXLAB_E2E_IDLE_WARNING=1",
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node learner.mjs %s:\n%s", e.URL, strings.TrimSpace(string(out)))

@@ -40,7 +40,7 @@ export function toast(msg, kind = "info") {
   el.textContent = msg;
   el.className = "show " + kind;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { el.className = ""; }, 4000);
+  toastTimer = setTimeout(() => { el.className = ""; }, 3000);
 }
 
 /** fmtDate shows an API timestamp in the reader's locale. */

@@ -41,7 +41,9 @@ export class TerminalPanel {
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
           h("button", { type: "button", class: "small ghost", title: "Open a new shell", onclick: () => this.reconnect(true) }, "Reconnect"))),
-      this.warnEl, this.host,
+      // The warning lies over the screen instead of pushing it down: a resize
+      // would reach the server, and the terminal's size should not jump.
+      h("div", { class: "term-screen" }, this.host, this.warnEl),
       h("p", { class: "term-help" }, "Ctrl+Shift+C copies the selection, Ctrl+Shift+V pastes, F6 leaves the terminal."));
     el.replaceChildren(this.root);
 

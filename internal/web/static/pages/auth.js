@@ -22,7 +22,7 @@ async function logIn(ctx, username, password) {
 function form(ctx, { title, intro, fields, submit, alt, onsubmit }) {
   const err = h("p", { class: "error", role: "alert" });
   const btn = h("button", { type: "submit" }, submit);
-  const f = h("form", { class: "card narrow", novalidate: true }, h("h1", null, title), intro ? h("p", { class: "muted" }, intro) : null, fields, err, btn, h("p", { class: "alt" }, alt));
+  const f = h("form", { class: "card auth-form", novalidate: true }, h("h1", null, title), intro ? h("p", { class: "muted" }, intro) : null, fields, err, btn, h("p", { class: "alt" }, alt));
   f.addEventListener("submit", async (e) => {
     e.preventDefault();
     err.textContent = "";
@@ -35,8 +35,19 @@ function form(ctx, { title, intro, fields, submit, alt, onsubmit }) {
       btn.disabled = false;
     }
   });
-  clear(ctx.main, f);
+  clear(ctx.main, h("div", { class: "auth" }, pitch(), f));
   f.querySelector("input").focus();
+}
+
+/** pitch says what a newcomer gets, beside the form. */
+function pitch() {
+  return h("section", { class: "pitch", "aria-label": "About tuxlab" },
+    h("p", { class: "pitch-title" }, "Learn Linux system administration by doing."),
+    h("ul", null,
+      h("li", null, h("strong", null, "A real shell beside every lesson: "), "a Debian sandbox of your own, in the browser, with sudo."),
+      h("li", null, h("strong", null, "Laboratories "), "whose tasks are checked inside your sandbox, with a reason when something is not right yet."),
+      h("li", null, h("strong", null, "Timed exams "), "with questions and practical tasks, mapped to the LFCS domains."),
+      h("li", null, h("strong", null, "Your progress, "), "streaks and scores on a dashboard.")));
 }
 
 /** signin is the sign-in page. */

@@ -8,6 +8,7 @@ const KINDS = {
   exam_submitted: "Exam submitted", profile_updated: "Profile", password_changed: "Password", avatar_changed: "Avatar",
 };
 const days = (n) => `${n} ${n === 1 ? "day" : "days"}`;
+const duration = (min) => (min < 60 ? `${min} min` : `${Math.floor(min / 60)} h ${String(min % 60).padStart(2, "0")}`);
 
 /** render draws the dashboard. */
 export async function render(ctx) {
@@ -37,7 +38,7 @@ export async function render(ctx) {
       tile("Streak", days(stats.streak.current), `longest ${days(stats.streak.longest)}`),
       tile("Laboratories passed", `${stats.labs.passed}`, `${stats.labs.attempted} attempted`),
       tile("Exams passed", `${stats.exams.passed}`, `${stats.exams.attempted} attempted`),
-      tile("Time spent", `${Math.round(analytics.minutes_total / 6) / 10} h`, `${analytics.minutes_in_window} min in 30 days (estimated)`),
+      tile("Time spent", duration(analytics.minutes_total), `${duration(analytics.minutes_in_window)} in 30 days (estimated)`),
       tile("Sandboxes running", `${stats.sandboxes_running}`, stats.last_active_at ? `last active ${fmtDate(stats.last_active_at)}` : "")),
     h("section", { class: "card" }, h("h2", null, "Last 30 days"), chart),
     h("div", { class: "columns" },

@@ -20,7 +20,7 @@ export async function list(ctx) {
       h("h2", null, h("a", { href: `/exams/${x.id}` }, x.title)),
       h("p", { class: "muted" }, `${x.question_count} questions · ${x.time_limit_minutes} min · pass at ${x.passing_score}%` +
         (x.max_attempts ? ` · ${x.max_attempts} attempts` : "") + (x.has_practical ? " · practical" : "")),
-      h("p", null, x.description)))) : h("p", null, "No exams yet."));
+      h("div", { class: "prose" }, markdown(x.description.split(/\n\s*\n/)[0]))))) : h("p", null, "No exams yet."));
 }
 
 /** render draws exam ctx.params[0]. */

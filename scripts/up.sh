@@ -26,5 +26,6 @@ say "building tuxlab"
 go build -o ./tuxlab ./cmd/tuxlab
 
 say "starting tuxlab on ${TUXLAB_ADDR:-127.0.0.1:8000} (data in ${TUXLAB_DATA_DIR:-./data}); Ctrl-C stops it"
+say "learners: open http://${TUXLAB_ADDR:-127.0.0.1:8000} in a browser and sign up"
 say "first admin: ./tuxlab user create --username admin --email you@your.domain --role admin"
 exec ./tuxlab serve "$@"

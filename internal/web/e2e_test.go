@@ -14,7 +14,7 @@ import (
 	"tuxlab/internal/config"
 )
 
-// BrowserRequired reports whether a missing browser must fail the end-to-end
+// browserRequired reports whether a missing browser must fail the end-to-end
 // test rather than skip it: TUXLAB_TEST_BROWSER is set (scripts/test.sh sets
 // it once it has installed chromium and e2e's node_modules).
 func browserRequired() bool { return os.Getenv("TUXLAB_TEST_BROWSER") != "" }
@@ -25,6 +25,7 @@ func browserRequired() bool { return os.Getenv("TUXLAB_TEST_BROWSER") != "" }
 // script for every step; it saves a screenshot of each page into
 // artifacts/screenshots (or $TUXLAB_SCREENSHOTS).
 func TestBrowserLearner(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the browser test takes half a minute")
 	}

@@ -32,6 +32,7 @@ var assetRef = regexp.MustCompile(`(?:src|href)="(/assets/[^"]+)"`)
 // TestPages: every page path answers the same shell under the strict policy,
 // through the whole server (middleware, JSON fallbacks and all).
 func TestPages(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	var shell []byte
 	for _, p := range []string{"/", "/signin", "/signup", "/lessons/12", "/labs/3", "/exams", "/exams/7", "/dashboard", "/profile", "/admin"} {
@@ -88,6 +89,7 @@ func checkPageHeaders(t *testing.T, p string, r *apitest.Response) {
 
 // TestDocs: /docs is Swagger UI, vendored, over /api/openapi.json.
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	r := get(e, "/docs").Expect(t, http.StatusOK)
 	checkPageHeaders(t, "/docs", r)
@@ -123,6 +125,7 @@ func assetPath(t *testing.T, html, name string) string {
 // TestAssets: types, year-long caching under the current hash, ETags,
 // gzip, and 404 for what does not exist.
 func TestAssets(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	html := string(get(e, "/").Body) + string(get(e, "/docs").Body)
 	prefix := web.New().AssetPrefix()
@@ -190,6 +193,7 @@ func TestAssets(t *testing.T) {
 // TestAPIStaysJSON: the interface takes no path of the API's: unknown API
 // and terminal paths, wrong methods and unknown pages answer as before.
 func TestAPIStaysJSON(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	for _, c := range []struct {
 		method, path string
@@ -216,6 +220,7 @@ var importRe = regexp.MustCompile(`(?m)^\s*import\s+(?:[^"']*?\s+from\s+)?["']([
 // TestModulesResolve: every import between the interface's modules names an
 // embedded file, so a typo fails here and not in a learner's browser.
 func TestModulesResolve(t *testing.T) {
+	t.Parallel()
 	root := os.DirFS("static")
 	n := 0
 	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
@@ -249,6 +254,7 @@ func TestModulesResolve(t *testing.T) {
 
 // TestVendored: each vendored library has its licence and its line in VENDORED.md.
 func TestVendored(t *testing.T) {
+	t.Parallel()
 	record, err := os.ReadFile("static/vendor/VENDORED.md")
 	if err != nil {
 		t.Fatal(err)

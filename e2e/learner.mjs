@@ -43,9 +43,9 @@ page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
 page.on("dialog", (d) => d.accept());
 
 let n = 0;
-async function shot(name) {
+async function shot(name, full = false) {
   const file = join(shots, `${String(++n).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
+  await page.screenshot({ path: file, fullPage: full });
   console.log(`  screenshot ${file}`);
 }
 async function step(name, fn) {
@@ -233,7 +233,10 @@ await step("dashboard", async () => {
   await page.click('nav a[href="/dashboard"]');
   await page.waitForSelector(".tiles .tile");
   expect(/Lessons/.test(await page.textContent(".tiles")), "no lesson tile");
-  await shot("dashboard");
+  // The practice sandbox and the laboratory's, with their actions.
+  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 2);
+  expect(/running/.test(await page.textContent("#sandboxes ul")), "no running sandbox listed");
+  await shot("dashboard", true);
 });
 
 await step("profile with an avatar upload", async () => {

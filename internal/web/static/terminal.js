@@ -101,8 +101,10 @@ export class TerminalPanel {
       c = await this.getSandbox((msg) => this.setState("connecting", msg));
     } catch (e) {
       if (this.closed) return;
+      if (e.status === 0 || e.status >= 500) { this.scheduleRetry(e.message); return; }
       this.setState("error", e.message);
-      if (e.status === 0 || e.status >= 500) this.scheduleRetry();
+      // Quotas (409): the learner frees a place on the dashboard.
+      if (e.status === 409) this.statusEl.append(" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes"));
       return;
     }
     if (this.closed) return;
@@ -183,10 +185,10 @@ export class TerminalPanel {
     this.warnEl.hidden = true;
   }
 
-  scheduleRetry() {
+  scheduleRetry(reason = "Disconnected") {
     const delay = Math.min(15000, 1000 * 2 ** this.retries);
     this.retries++;
-    this.setState("reconnecting", `Disconnected: retrying in ${Math.round(delay / 1000)} s`);
+    this.setState("reconnecting", `${reason}: retrying in ${Math.round(delay / 1000)} s`);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.connect(), delay);
   }

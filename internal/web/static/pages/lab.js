@@ -114,7 +114,10 @@ export async function render(ctx) {
         const { data, res } = await api("GET", `/api/laboratories/attempts/${other}/results`, { full: true });
         adopt(data, res);
         toast("You already had this laboratory open: carrying on");
-      } else clear(status, h("p", { class: "error" }, e.message));
+      } else {
+        clear(status, h("p", { class: "error" }, e.message,
+          e.status === 409 ? [" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes")] : null));
+      }
     } finally { startBtn.disabled = false; }
   });
 

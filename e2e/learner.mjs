@@ -187,6 +187,29 @@ await step("reload the page and find the same sandbox", async () => {
   await waitScreen(/^tuxlab was here\s*$/m);
 });
 
+await step("a stopped sandbox starts again; a dropped socket reconnects", async () => {
+  // The idle stop stops a sandbox under an open terminal: the shell ends, and
+  // Enter starts the sandbox again, files and all.
+  const id = await page.getAttribute(".term", "data-container-id");
+  const status = await page.evaluate(async (id) => (await fetch(`/api/containers/${id}/stop`, {
+    method: "POST", headers: { Authorization: "Bearer " + sessionStorage.getItem("tuxlab.token") } })).status, id);
+  expect(status === 200, `stopping the sandbox answered ${status}`);
+  await page.waitForSelector('.term[data-state="exited"]');
+  await waitScreen(/press Enter for a new one/);
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.press("Enter");
+  await connected();
+  expect(await page.getAttribute(".term", "data-container-id") === id, "another sandbox after the restart");
+  await run("cat notes.txt");
+  await waitScreen(/^tuxlab was here\s*$/m);
+  // The network drops the socket: the panel reconnects by itself.
+  await page.evaluate(() => document.querySelector(".term").panel.ws.close(4000, "test: dropped"));
+  await waitScreen(/\[reconnected: a new shell\]/);
+  await connected();
+  await run("echo back-$((40+2))");
+  await waitScreen(/^back-42\s*$/m);
+});
+
 await step("check a laboratory task before and after solving it", async () => {
   await page.click('.lab-link a[href^="/labs/"]');
   await page.waitForSelector(".lab h1");

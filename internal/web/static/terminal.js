@@ -46,6 +46,7 @@ export class TerminalPanel {
       h("div", { class: "term-screen" }, this.host, this.warnEl),
       h("p", { class: "term-help" }, "Ctrl+Shift+C copies the selection, Ctrl+Shift+V pastes, F6 leaves the terminal."));
     el.replaceChildren(this.root);
+    this.root.panel = this; // for the browser test, which drops the socket on purpose
 
     this.term = new Terminal({
       theme: THEME, cursorBlink: true, scrollback: 5000, allowProposedApi: false,
@@ -143,7 +144,9 @@ export class TerminalPanel {
         this.term.write("\r\n\x1b[2m[the terminal was closed" + (e.reason === "idle" ? " after inactivity" : "") + ": press Enter for a new shell]\x1b[0m\r\n");
         return;
       }
-      this.scheduleRetry();
+      const err = this.lastError && Date.now() - this.lastError.at < 3000 ? this.lastError.detail : "";
+      this.lastError = null;
+      this.scheduleRetry(err || "Disconnected");
     };
   }
 
@@ -155,6 +158,9 @@ export class TerminalPanel {
     } else if (m.type === "expiring") {
       this.warn(m.reason, Number(m.seconds) || 0);
     } else if (m.type === "error") {
+      // A server may refuse a session this way right after the upgrade and
+      // close: the detail then says why, while the panel retries.
+      this.lastError = { detail: m.detail, at: Date.now() };
       toast(m.detail || "The terminal reported an error", "error");
       this.term.write(`\r\n\x1b[31m[${m.detail || "error"}]\x1b[0m\r\n`);
     }

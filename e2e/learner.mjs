@@ -123,6 +123,9 @@ await step("read a lesson beside the terminal", async () => {
 await step("type echo hello and read it on screen", async () => {
   await run("echo hello");
   await waitScreen(/^hello\s*$/m);
+  // Tab belongs to the shell; F6 takes the keyboard out of the terminal.
+  await page.keyboard.press("F6");
+  expect(await page.evaluate(() => document.activeElement.hasAttribute("data-focus-after-terminal")), "F6 did not leave the terminal");
 });
 
 await step("copy a selection with Ctrl+Shift+C", async () => {

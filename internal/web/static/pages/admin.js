@@ -95,7 +95,8 @@ async function content(body) {
       h("ul", { class: "plain" }, m.themes.map((t) => h("li", { class: "row" }, h("a", { href: `/lessons/${t.id}` }, t.title),
         h("button", { type: "button", class: "small ghost", onclick: () => editLesson(editor, t) }, "Edit lesson")))));
   });
-  clear(body, editor, list);
+  clear(body, h("p", { class: "muted" }, "Laboratories, exams and sandbox templates are authored as files (",
+    h("code", null, "tuxlab content import DIR"), ") or through the admin routes of the ", h("a", { href: "/docs" }, "API"), "."), editor, list);
 }
 
 async function editLesson(editor, t) {

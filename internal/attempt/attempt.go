@@ -52,10 +52,12 @@ var (
 	ErrOpen = errs.E(errs.Conflict, "An attempt is already in progress")
 )
 
-// OpenError refuses a start while attempt id is in progress, naming it.
-func OpenError(id int64) error {
+// OpenError refuses a start while attempt a is in progress, naming it and its
+// deadline, so a client that did not start it (another tab, a reload) can
+// carry on with the right time left.
+func OpenError(a *Attempt) error {
 	return &errs.Error{Kind: errs.Conflict, Detail: "An attempt is already in progress: continue or submit it",
-		Extra: map[string]any{"attempt_id": id}}
+		Extra: map[string]any{"attempt_id": a.ID, "expires_at": a.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")}}
 }
 
 // Open reports whether the attempt is still in progress (or being graded).

@@ -74,7 +74,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*At
 	if open, err := s.openAttempt(ctx, e.ID, a.UserID); err != nil {
 		return nil, err
 	} else if open != nil {
-		return nil, attempt.OpenError(open.ID)
+		return nil, attempt.OpenError(&open.Attempt)
 	}
 	now := s.now()
 	at := &Attempt{Attempt: attempt.Attempt{UserID: a.UserID, Status: attempt.InProgress, StartedAt: now,
@@ -88,7 +88,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*At
 	})
 	if errors.Is(err, attempt.ErrOpen) {
 		if open, _ := s.store.FindOpenAttempt(ctx, e.ID, a.UserID); open != nil {
-			return nil, attempt.OpenError(open.ID)
+			return nil, attempt.OpenError(&open.Attempt)
 		}
 	}
 	if err != nil {

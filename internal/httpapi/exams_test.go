@@ -116,9 +116,10 @@ func TestExamAttemptLifecycle(t *testing.T) {
 		var clash struct {
 			Detail    string `json:"detail"`
 			AttemptID int64  `json:"attempt_id"`
+			ExpiresAt string `json:"expires_at"`
 		}
 		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 409).JSON(t, &clash)
-		if clash.AttemptID != at.ID {
+		if clash.AttemptID != at.ID || clash.ExpiresAt != at.ExpiresAt {
 			t.Fatalf("409 names attempt %d, want %d: %s", clash.AttemptID, at.ID, clash.Detail)
 		}
 		// Results of an attempt in progress: not yet; another user's: 404.

@@ -161,7 +161,7 @@ var (
 	docExams     = op{tag: "exams", summary: "Exams (public): titles, limits and counts", status: 200, result: "ExamSummaryList"}
 	docExam      = op{tag: "exams", summary: "An exam with its questions (public): never an answer, accepted text or script", status: 200, result: "Exam", errors: []int{404}}
 	docExamStart = op{tag: "exams", summary: "Start an attempt", status: 201, result: "ExamAttempt", errors: []int{404, 409},
-		desc: "409 with `attempt_id` when an attempt is in progress; 409 when every allowed attempt is used. expires_at is started_at plus the time limit."}
+		desc: "409 with `attempt_id` and its `expires_at` when an attempt is in progress; 409 when every allowed attempt is used. expires_at is started_at plus the time limit."}
 	docExamSubmit = op{tag: "exams", summary: "Submit answers: graded once, at once", body: "SubmitExamRequest", status: 200, result: "ExamResults", errors: []int{404, 409, 503},
 		desc: "Practical questions are checked by their script in your running sandbox. 409 after the deadline (the attempt ends as expired), when already submitted, when no attempt is in progress, or when a practical question finds no running sandbox (the attempt stays open)."}
 	docExamResults = op{tag: "exams", summary: "Results of your attempt: score, passed, per question right or not and why", status: 200, result: "ExamResults", errors: []int{404, 409},
@@ -171,7 +171,7 @@ var (
 	docLab        = op{tag: "laboratories", summary: "A laboratory (public): never a script or solution", status: 200, result: "Lab", errors: []int{404}}
 	docSectionLab = op{tag: "laboratories", summary: "The laboratory of a section (a lesson module)", status: 200, result: "Lab", errors: []int{404}}
 	docLabStart   = op{tag: "laboratories", summary: "Start an attempt: provisions a sandbox and runs the lab's setup", status: 201, result: "LabAttempt", errors: []int{404, 409, 503},
-		desc: "The answer names the sandbox (container_id, terminal_url). 409 with `attempt_id` when an attempt is in progress, or when your sandbox quota is reached; 503 without an engine or when the platform is at capacity."}
+		desc: "The answer names the sandbox (container_id, terminal_url). 409 with `attempt_id` and its `expires_at` when an attempt is in progress, or when your sandbox quota is reached; 503 without an engine or when the platform is at capacity."}
 	docLabCheck = op{tag: "laboratories", summary: "Check your progress now, without ending the attempt", status: 200, result: "LabAttempt", errors: []int{404, 409, 429, 503},
 		desc: "Runs every task's check in the attempt's sandbox. Rate limited per attempt: 429 with Retry-After."}
 	docLabSubmit = op{tag: "laboratories", summary: "Submit: check every task, end the attempt and grade it", status: 200, result: "LabAttempt", errors: []int{404, 409, 503},

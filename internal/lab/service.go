@@ -100,14 +100,14 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	if open, err := s.openAttempt(ctx, l.ID, a.UserID); err != nil {
 		return nil, err
 	} else if open != nil {
-		return nil, attempt.OpenError(open.ID)
+		return nil, attempt.OpenError(&open.Attempt)
 	}
 	now := s.now()
 	at := &Attempt{Attempt: attempt.Attempt{UserID: a.UserID, Status: attempt.InProgress, StartedAt: now,
 		ExpiresAt: now.Add(time.Duration(l.TimeLimitMinutes) * time.Minute), MaxPoints: l.MaxPoints()}, LabID: l.ID}
 	if err := s.store.CreateAttempt(ctx, at); errors.Is(err, attempt.ErrOpen) {
 		if open, _ := s.store.FindOpenAttempt(ctx, l.ID, a.UserID); open != nil {
-			return nil, attempt.OpenError(open.ID)
+			return nil, attempt.OpenError(&open.Attempt)
 		}
 		return nil, err
 	} else if err != nil {

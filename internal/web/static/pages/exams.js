@@ -171,7 +171,7 @@ export async function render(ctx) {
       const other = e.body && e.body.attempt_id;
       if (e.status === 409 && other) {
         const saved = JSON.parse(sessionStorage.getItem(key(id)) || "null");
-        begin(saved && saved.id === other ? saved : { id: other });
+        begin(saved && saved.id === other ? saved : { id: other, expires_at: e.body.expires_at });
       } else clear(status, h("p", { class: "error" }, e.message));
     } finally { startBtn.disabled = false; }
   });

@@ -602,7 +602,7 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	rt, _ := s.rt()
 	// Engines end an exec when its stream closes (the shell sees its terminal
 	// hang up), so closing the session is all a closed socket needs.
-	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: t.Shell, User: t.User, TTY: true, Cols: cols, Rows: rows,
+	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
 		// A login program would set USER and LOGNAME; the engine sets only HOME.
 		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User}})
 	if err != nil {
@@ -610,6 +610,19 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	}
 	c, err = s.Touch(ctx, c.ID)
 	return sess, c, err
+}
+
+// sizeWrapper sets the terminal's size ($1 columns, $2 rows) and then becomes
+// the shell (the rest of its arguments). A missing stty changes nothing.
+const sizeWrapper = `stty cols "$1" rows "$2" 2>/dev/null; shift 2; exec "$@"`
+
+// sizedShell is the command that starts shell in a terminal of cols × rows.
+// Engines before API 1.42 (Docker 20.10) ignore an exec's initial size, and a
+// resize can only follow the start, racing the shell's first output; setting
+// the size inside the sandbox before the shell starts holds on every engine.
+func sizedShell(shell []string, cols, rows uint) []string {
+	return append([]string{"/bin/sh", "-c", sizeWrapper, "tuxlab-terminal",
+		strconv.FormatUint(uint64(cols), 10), strconv.FormatUint(uint64(rows), 10)}, shell...)
 }
 
 // Sweep applies the lifecycle at the service's clock: sandboxes past their

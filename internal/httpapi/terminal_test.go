@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/sandbox"
 )
 
 // templateNamed returns the id of the seeded template called name.
@@ -96,4 +98,100 @@ func TestTerminalOpensAtRequestedSize(t *testing.T) {
 			t.Fatalf("the shell started at size %q, want 43 132", got)
 		}
 	})
+}
+
+// waitTerminalsClosed waits until the server has finished with every terminal
+// it had open, processes reaped (a terminal gives its place back last).
+func waitTerminalsClosed(t *testing.T, e *apitest.Env) {
+	t.Helper()
+	for i := 0; e.App.Terminals.Open() > 0; i++ {
+		if i == 1500 {
+			t.Fatalf("%d terminals still open", e.App.Terminals.Open())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// execOut runs a script as the sandbox's owner and returns its stdout.
+func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
+	t.Helper()
+	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: userID}, id, sandbox.Script{Text: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Stdout
+}
+
+// TestTerminalCloseEndsItsProcesses: closing the socket ends the shell and
+// everything started from it, in the background or in the foreground (on
+// Docker 20.10 they all lived on).
+func TestTerminalCloseEndsItsProcesses(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	tc.send("sleep 1000 & printf 'pid=%s=\\n' $$\n")
+	pid := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
+	tc.send("sleep 999\n")
+	for i := 0; !strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 999"); i++ {
+		if i == 300 {
+			t.Fatal("sleep 999 never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	waitTerminalsClosed(t, e)
+	out := execOut(t, e, u.ID, c.ID, "ps -o pid,args; test -d /proc/"+pid+" && echo shell-alive")
+	if strings.Contains(out, "sleep 1000") || strings.Contains(out, "sleep 999") || strings.Contains(out, "shell-alive") {
+		t.Fatalf("processes of the closed terminal (shell %s) survive:\n%s", pid, out)
+	}
+}
+
+// TestTerminalCyclesKeepThePidLimit: opening and closing terminals, each
+// leaving a background process, never exhausts a sandbox's pid limit (it ran
+// out after a dozen cycles at this limit).
+func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	root := e.CreateUser("root", auth.RoleAdmin)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var tpl templateBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=few-pids&pids_limit=24&image=" + apitest.TestImage,
+		Token: root.Token}).Expect(t, http.StatusCreated).JSON(t, &tpl)
+	c := createSandbox(t, e, u.Token, tpl.ID)
+	cycle := 0
+	defer func() {
+		if t.Failed() {
+			t.Logf("failed in cycle %d", cycle)
+		}
+	}()
+	for cycle = range 80 {
+		tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+		tc.send("sleep 1000 & echo up-$((40+2))\n")
+		tc.waitFor("up-42")
+		tc.conn.Close(websocket.StatusNormalClosure, "bye")
+		waitTerminalsClosed(t, e)
+	}
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	tc.send("echo alive-$((2+3))\n")
+	tc.waitFor("alive-5")
+}
+
+// TestTimedOutScriptLeavesNothing: a check that times out as the learner is
+// ended with what it started in the background (BusyBox's timeout kills only
+// its child, and root cannot see a learner's processes' marks).
+func TestTimedOutScriptLeavesNothing(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID,
+		sandbox.Script{Text: "sleep 601 & sleep 600", Timeout: time.Second})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if out := execOut(t, e, u.ID, c.ID, "ps -o args"); strings.Contains(out, "sleep 60") {
+		t.Fatalf("the timed-out script's processes survive:\n%s", out)
+	}
 }

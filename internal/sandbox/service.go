@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-	"tuxlab/internal/activity"
 	"unicode/utf8"
+
+	"tuxlab/internal/activity"
 
 	"tuxlab/internal/errs"
 )
@@ -590,7 +592,10 @@ func (s *Service) Deadline(c *Container) (time.Time, string) {
 }
 
 // Terminal opens a shell with a TTY in sandbox c, which the caller got from
-// Get (so ownership is checked and its state is the engine's); it must be running.
+// Get (so ownership is checked and its state is the engine's); it must be
+// running. Closing the session ends the shell and every process started from
+// it: the shell carries a mark (see reap), and Close kills what has it. Close
+// waits for that, at most a few seconds.
 func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (Session, *Container, error) {
 	if c.Status != StatusRunning {
 		return nil, nil, ErrNotRunning
@@ -600,16 +605,39 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 		return nil, nil, err
 	}
 	rt, _ := s.rt()
-	// Engines end an exec when its stream closes (the shell sees its terminal
-	// hang up), so closing the session is all a closed socket needs.
+	m := newMark()
 	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
 		// A login program would set USER and LOGNAME; the engine sets only HOME.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User}})
+		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env()}})
 	if err != nil {
 		return nil, nil, err
 	}
+	// Docker 20.10 leaves an exec running when its stream closes, with
+	// everything it started: the pid limit would run out after some dozens
+	// of terminals. reap ends them on every engine.
+	ctx = context.WithoutCancel(ctx)
+	sess = &terminalSession{Session: sess, end: func() { s.reap(ctx, rt, t, c, m) }}
 	c, err = s.Touch(ctx, c.ID)
-	return sess, c, err
+	if err != nil {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, c, nil
+}
+
+// terminalSession is a terminal's shell whose Close also ends every process
+// the shell started.
+type terminalSession struct {
+	Session
+	once sync.Once
+	end  func()
+}
+
+// Close closes the stream, then kills the shell and what it started.
+func (t *terminalSession) Close() error {
+	err := t.Session.Close()
+	t.once.Do(t.end)
+	return err
 }
 
 // sizeWrapper sets the terminal's size ($1 columns, $2 rows) and then becomes

@@ -62,9 +62,19 @@ func (o *Options) defaults() {
 	}
 }
 
+// Sandboxes is what terminals need of the sandbox domain (*sandbox.Service).
+type Sandboxes interface {
+	// Touch records activity on sandbox id and returns it as it is now.
+	Touch(ctx context.Context, id int64) (*sandbox.Container, error)
+	// Deadline says when a running sandbox ends and why ("idle" or "lifetime").
+	Deadline(c *sandbox.Container) (time.Time, string)
+}
+
+var _ Sandboxes = (*sandbox.Service)(nil)
+
 // Bridge serves terminals.
 type Bridge struct {
-	sandboxes *sandbox.Service
+	sandboxes Sandboxes
 	opt       Options
 
 	mu   sync.Mutex
@@ -72,7 +82,7 @@ type Bridge struct {
 }
 
 // NewBridge returns a Bridge that records activity on sandboxes.
-func NewBridge(sandboxes *sandbox.Service, o Options) *Bridge {
+func NewBridge(sandboxes Sandboxes, o Options) *Bridge {
 	o.defaults()
 	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}}
 }

@@ -126,13 +126,21 @@ func (tc *termClient) waitForMatch(re *regexp.Regexp) string {
 		mt, data, err := tc.conn.Read(ctx)
 		cancel()
 		if err != nil {
-			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tc.out.String())
+			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tail(tc.out.String()))
 		}
 		if mt == websocket.MessageBinary {
 			tc.out.Write(data)
 		}
 	}
 	return re.FindStringSubmatch(tc.out.String())[1]
+}
+
+// tail is the end of a terminal's output, enough to see where it stopped.
+func tail(out string) string {
+	if len(out) > 2000 {
+		return "…" + out[len(out)-2000:]
+	}
+	return out
 }
 
 // waitFor reads until the output contains want or a control message of that
@@ -153,7 +161,7 @@ func (tc *termClient) waitFor(want string) {
 		}
 		mt, data, err := tc.conn.Read(ctx)
 		if err != nil {
-			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tc.out.String(), tc.ctl)
+			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tail(tc.out.String()), tc.ctl)
 		}
 		if mt == websocket.MessageBinary {
 			tc.out.Write(data)

@@ -195,3 +195,32 @@ func TestTimedOutScriptLeavesNothing(t *testing.T) {
 		t.Fatalf("the timed-out script's processes survive:\n%s", out)
 	}
 }
+
+// TestTerminalResizeFlood: thousands of resize messages at once leave the
+// terminal at the last size asked for, and the shell still answers.
+func TestTerminalResizeFlood(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	for i := range 5000 {
+		tc.control(map[string]any{"type": "resize", "cols": 20 + i%900, "rows": 10 + i%500})
+	}
+	tc.control(map[string]any{"type": "resize", "cols": 123, "rows": 45})
+	sizeRe := regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)
+	// Input is not held up behind the resizes, so the last one may land just
+	// after a first stty: ask until it has.
+	for i := 0; ; i++ {
+		tc.out.Reset()
+		tc.send("echo size=$(stty size)=\n")
+		if got := tc.waitForMatch(sizeRe); got == "45 123" {
+			break
+		} else if i == 100 {
+			t.Fatalf("the terminal stays at %s after the flood, want 45 123", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.send("echo still-$((6*7))\n")
+	tc.waitFor("still-42")
+}

@@ -140,19 +140,18 @@ func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.S
 	defer cancel()
 	defer sess.Close()
 	conn.SetReadLimit(b.opt.MaxMessage)
-	t := &term{b: b, conn: conn, sess: sess, c: c, lastInput: b.opt.Now(), lastTouch: b.opt.Now()}
+	t := &term{b: b, conn: conn, sess: sess, c: c, lastInput: b.opt.Now(), lastTouch: b.opt.Now(),
+		resize: resizer{wake: make(chan struct{}, 1)}}
 
-	done := make(chan struct{})
-	go func() { // engine → client
-		defer close(done)
-		t.pumpOutput(ctx)
-	}()
-	go t.keepAlive(ctx, cancel)
-	go t.watchDeadlines(ctx, cancel)
+	var wg sync.WaitGroup
+	wg.Go(func() { t.pumpOutput(ctx) }) // engine → client
+	wg.Go(func() { t.keepAlive(ctx, cancel) })
+	wg.Go(func() { t.watchDeadlines(ctx, cancel) })
+	wg.Go(func() { t.applyResizes(ctx) })
 	t.pumpInput(ctx) // client → engine, until the client leaves or ctx ends
 	cancel()
 	sess.Close()
-	<-done
+	wg.Wait()
 }
 
 type term struct {
@@ -161,10 +160,60 @@ type term struct {
 	sess sandbox.Session
 	c    *sandbox.Container
 
+	resize resizer
+
 	mu        sync.Mutex // guards the fields below and serialises writes
 	lastInput time.Time
 	lastTouch time.Time
 	warned    string
+}
+
+// resizer holds the latest size a client asked for until the engine takes
+// it: one engine resize at a time per terminal, and however many messages
+// arrive meanwhile, only the last one's size is applied next.
+type resizer struct {
+	mu         sync.Mutex
+	cols, rows uint
+	pending    bool
+	wake       chan struct{} // capacity 1: a size is waiting
+}
+
+// set records a size, replacing any not applied yet.
+func (r *resizer) set(cols, rows uint) {
+	r.mu.Lock()
+	r.cols, r.rows, r.pending = cols, rows, true
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// take returns the waiting size, if any.
+func (r *resizer) take() (cols, rows uint, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok, r.pending = r.pending, false
+	return r.cols, r.rows, ok
+}
+
+// applyResizes gives the engine the latest size, one call at a time, so a
+// flood of resize messages neither keeps the engine busy nor holds up input.
+func (t *term) applyResizes(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.resize.wake:
+		}
+		cols, rows, ok := t.resize.take()
+		if !ok {
+			continue
+		}
+		if err := t.sess.Resize(ctx, cols, rows); err != nil && ctx.Err() == nil {
+			t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
+		}
+	}
 }
 
 func (t *term) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
@@ -247,9 +296,7 @@ func (t *term) pumpInput(ctx context.Context) {
 				t.sendControl(ctx, control{Type: "error", Detail: "resize needs cols and rows from 1 to 1000"})
 				continue
 			}
-			if err := t.sess.Resize(ctx, m.Cols, m.Rows); err != nil {
-				t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
-			}
+			t.resize.set(m.Cols, m.Rows)
 		default:
 			t.sendControl(ctx, control{Type: "error", Detail: "Unknown control message type " + m.Type})
 		}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/terminal"
 )
 
 type limitsResponse struct {
@@ -282,7 +284,8 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	u, err := s.auth.Authenticate(r.Context(), r.URL.Query().Get("token"))
+	token := r.URL.Query().Get("token")
+	u, err := s.auth.Authenticate(r.Context(), token)
 	if err != nil {
 		return err
 	}
@@ -305,8 +308,29 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		sess.Close()
 		return nil // Accept has answered the client
 	}
-	s.terminals.Serve(r.Context(), conn, sess, c)
+	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: u.ID, Check: s.stillAllowed(token, c)})
 	return nil
+}
+
+// stillAllowed checks, while a terminal lasts, that the user of token may
+// still use sandbox c, for changes made by another process (this one's end
+// the terminals at once through terminal.Bridge.CloseUser). Only a verdict
+// ends the terminal; a database that does not answer for a moment does not.
+func (s *Server) stillAllowed(token string, c *sandbox.Container) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		u, err := s.auth.StillAllowed(ctx, token)
+		if err == nil && u.ID != c.UserID && u.Role != auth.RoleAdmin {
+			err = sandbox.ErrContainerNotFound
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errs.Is(err, errs.Unauthenticated), errs.Is(err, errs.Forbidden), errs.Is(err, errs.NotFound):
+			return err
+		}
+		s.log.WarnContext(ctx, "could not check a terminal's user again", "container_id", c.ID, "error", err.Error())
+		return nil
+	}
 }
 
 // sameOrigin reports whether origin names the host the request came to.

@@ -2,7 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
 )
 
@@ -223,4 +227,169 @@ func TestTerminalResizeFlood(t *testing.T) {
 	}
 	tc.send("echo still-$((6*7))\n")
 	tc.waitFor("still-42")
+}
+
+// ending is how a terminal ended: the last error control message and the
+// close frame's code and reason.
+type ending struct {
+	errMsg map[string]any
+	code   websocket.StatusCode
+	reason string
+}
+
+// readToClose reads until the socket closes and says how.
+func (tc *termClient) readToClose() ending {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only guards against a hung test
+	defer cancel()
+	var end ending
+	for {
+		mt, data, err := tc.conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				tc.t.Fatalf("the terminal did not close: %v; control %v", err, tc.ctl)
+			}
+			end.code, end.reason = ce.Code, ce.Reason
+			return end
+		}
+		if mt == websocket.MessageBinary {
+			tc.out.Write(data)
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			tc.t.Fatalf("text frame is not JSON: %q", data)
+		}
+		tc.ctl = append(tc.ctl, m)
+		if m["type"] == "error" {
+			end.errMsg = m
+		}
+	}
+}
+
+// expectEnded checks that a terminal ended with an error of status and detail.
+func expectEnded(t *testing.T, end ending, status int, detail string) {
+	t.Helper()
+	if end.errMsg == nil || end.errMsg["status"] != float64(status) || end.errMsg["detail"] != detail {
+		t.Fatalf("error message %v, want status %d and detail %q", end.errMsg, status, detail)
+	}
+	if end.code != websocket.StatusCode(4000+status) || end.reason != detail {
+		t.Fatalf("closed with %d %q, want %d %q", end.code, end.reason, 4000+status, detail)
+	}
+}
+
+// TestTerminalsEndWhenAccessEnds: a user deactivated or deleted by an admin,
+// whose password changes, or who logs out, loses their open terminals at
+// once (no periodic check runs here), with the reason; their processes end;
+// other users' terminals go on.
+func TestTerminalsEndWhenAccessEnds(t *testing.T) {
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		root := e.CreateUser("root", auth.RoleAdmin)
+		tpl := busyboxTemplate(t, e)
+		bystander := e.CreateUser("bystander", auth.RoleStudent)
+		other := dialSized(t, e, createSandbox(t, e, bystander.Token, tpl).ID, bystander.Token, 80, 24)
+		cases := []struct {
+			name   string
+			act    func(u *apitest.User)
+			status int
+			detail string
+		}{
+			{"deactivated", func(u *apitest.User) {
+				e.Do(apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/admin/users/%d/active?is_active=false", u.ID), Token: root.Token}).Expect(t, 200)
+			}, 403, "User account is inactive"},
+			{"deleted", func(u *apitest.User) {
+				e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/users/%d", u.ID), Token: root.Token}).Expect(t, 200)
+			}, 401, "User not found"},
+			{"password changed", func(u *apitest.User) {
+				e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/password", Token: u.Token,
+					Body: map[string]any{"current_password": apitest.Password, "new_password": "another long password"}}).Expect(t, 200)
+			}, 401, "The password of this account changed: sign in again"},
+			{"logged out", func(u *apitest.User) {
+				e.Do(apitest.Request{Method: "POST", Path: "/api/auth/logout", Token: u.Token}).Expect(t, 200)
+			}, 401, "You logged out: sign in again"},
+		}
+		for _, tt := range cases {
+			u := e.CreateUser(strings.ReplaceAll(tt.name, " ", "-"), auth.RoleStudent)
+			c := createSandbox(t, e, u.Token, tpl)
+			tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+			tc.send("sleep 1000 & echo ready-$((1+1))\n")
+			tc.waitFor("ready-2")
+			tt.act(u)
+			expectEnded(t, tc.readToClose(), tt.status, tt.detail)
+			if tt.name != "deleted" { // a deleted user's sandboxes go with the rows
+				waitTerminalsOfSandboxClosed(t, e, 1)
+				if out := execOut(t, e, u.ID, c.ID, "ps -o args"); strings.Contains(out, "sleep 1000") {
+					t.Fatalf("%s: the terminal's processes survive:\n%s", tt.name, out)
+				}
+			}
+		}
+		other.send("echo still-$((6*7))\n")
+		other.waitFor("still-42")
+	}, func(c *config.Config) { c.TerminalPingInterval = time.Hour })
+}
+
+// waitTerminalsOfSandboxClosed waits until only n terminals remain open.
+func waitTerminalsOfSandboxClosed(t *testing.T, e *apitest.Env, n int) {
+	t.Helper()
+	for i := 0; e.App.Terminals.Open() > n; i++ {
+		if i == 1500 {
+			t.Fatalf("%d terminals still open, want %d", e.App.Terminals.Open(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTerminalEndsWhenAnotherProcessDeactivates: a change this process does
+// not hear of (another replica, the command line) still ends the terminal, at
+// its next check.
+func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalPingInterval = 200 * time.Millisecond })
+	u := e.CreateUser("learner", auth.RoleStudent)
+	tc := dialSized(t, e, createSandbox(t, e, u.Token, busyboxTemplate(t, e)).ID, u.Token, 80, 24)
+	tc.send("echo ready-$((1+1))\n")
+	tc.waitFor("ready-2")
+	if _, err := e.DB.UpdateUser(context.Background(), u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	expectEnded(t, tc.readToClose(), 403, "User account is inactive")
+}
+
+// TestShutdownEndsTerminals: stopping the server ends every terminal with a
+// reason and kills their processes before Serve returns.
+func TestShutdownEndsTerminals(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	// The same application served by App.Serve, as tuxlab serve runs it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- e.App.Serve(ctx, ln, 30*time.Second) }()
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(dctx, fmt.Sprintf("ws://%s/ws/terminal/%d?token=%s", ln.Addr(), c.ID, u.Token), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &termClient{t: t, conn: conn}
+	t.Cleanup(func() { conn.CloseNow() })
+	tc.send("sleep 1000 & echo ready-$((1+1))\n")
+	tc.waitFor("ready-2")
+	stop()
+	end := tc.readToClose()
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	expectEnded(t, end, 503, "The server is shutting down: open the terminal again in a moment")
+	if out := execOut(t, e, u.ID, c.ID, "ps -o args"); strings.Contains(out, "sleep 1000") {
+		t.Fatalf("the terminal's processes survive the shutdown:\n%s", out)
+	}
 }

@@ -91,7 +91,7 @@ func serveFake(t *testing.T, shell *fakeShell) *websocket.Conn {
 		if err != nil {
 			return
 		}
-		b.Serve(r.Context(), conn, shell, &sandbox.Container{ID: 1, Status: sandbox.StatusRunning})
+		b.Serve(r.Context(), conn, shell, &sandbox.Container{ID: 1, Status: sandbox.StatusRunning}, terminal.Owner{UserID: 1})
 	}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -393,3 +393,29 @@ func TestShutdownEndsTerminals(t *testing.T) {
 		t.Fatalf("the terminal's processes survive the shutdown:\n%s", out)
 	}
 }
+
+// TestTerminalEarlyResizeWins: a resize sent as soon as the socket opens,
+// while the shell is still starting, is not undone by the initial size.
+func TestTerminalEarlyResizeWins(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	sizeRe := regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)
+	for range 20 {
+		tc := dialSized(t, e, c.ID, u.Token, 132, 43)
+		tc.control(map[string]any{"type": "resize", "cols": 100, "rows": 33})
+		for i := 0; ; i++ {
+			tc.out.Reset()
+			tc.send("echo size=$(stty size)=\n")
+			if got := tc.waitForMatch(sizeRe); got == "33 100" {
+				break
+			} else if i == 50 {
+				t.Fatalf("the terminal stays at %s, want the 33 100 asked for after the start", got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		tc.conn.Close(websocket.StatusNormalClosure, "")
+		waitTerminalsClosed(t, e)
+	}
+}

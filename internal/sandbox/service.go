@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -589,68 +588,6 @@ func (s *Service) Deadline(c *Container) (time.Time, string) {
 		return c.ExpiresAt, "lifetime"
 	}
 	return idle, "idle"
-}
-
-// Terminal opens a shell with a TTY in sandbox c, which the caller got from
-// Get (so ownership is checked and its state is the engine's); it must be
-// running. Closing the session ends the shell and every process started from
-// it: the shell carries a mark (see reap), and Close kills what has it. Close
-// waits for that, at most a few seconds.
-func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (Session, *Container, error) {
-	if c.Status != StatusRunning {
-		return nil, nil, ErrNotRunning
-	}
-	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
-	if err != nil {
-		return nil, nil, err
-	}
-	rt, _ := s.rt()
-	m := newMark()
-	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
-		// A login program would set USER and LOGNAME; the engine sets only HOME.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env()}})
-	if err != nil {
-		return nil, nil, err
-	}
-	// Docker 20.10 leaves an exec running when its stream closes, with
-	// everything it started: the pid limit would run out after some dozens
-	// of terminals. reap ends them on every engine.
-	ctx = context.WithoutCancel(ctx)
-	sess = &terminalSession{Session: sess, end: func() { s.reap(ctx, rt, t, c, m) }}
-	c, err = s.Touch(ctx, c.ID)
-	if err != nil {
-		sess.Close()
-		return nil, nil, err
-	}
-	return sess, c, nil
-}
-
-// terminalSession is a terminal's shell whose Close also ends every process
-// the shell started.
-type terminalSession struct {
-	Session
-	once sync.Once
-	end  func()
-}
-
-// Close closes the stream, then kills the shell and what it started.
-func (t *terminalSession) Close() error {
-	err := t.Session.Close()
-	t.once.Do(t.end)
-	return err
-}
-
-// sizeWrapper sets the terminal's size ($1 columns, $2 rows) and then becomes
-// the shell (the rest of its arguments). A missing stty changes nothing.
-const sizeWrapper = `stty cols "$1" rows "$2" 2>/dev/null; shift 2; exec "$@"`
-
-// sizedShell is the command that starts shell in a terminal of cols × rows.
-// Engines before API 1.42 (Docker 20.10) ignore an exec's initial size, and a
-// resize can only follow the start, racing the shell's first output; setting
-// the size inside the sandbox before the shell starts holds on every engine.
-func sizedShell(shell []string, cols, rows uint) []string {
-	return append([]string{"/bin/sh", "-c", sizeWrapper, "tuxlab-terminal",
-		strconv.FormatUint(uint64(cols), 10), strconv.FormatUint(uint64(rows), 10)}, shell...)
 }
 
 // Sweep applies the lifecycle at the service's clock: sandboxes past their

@@ -23,6 +23,7 @@ var statusOf = map[errs.Kind]int{
 	errs.TooLarge:        http.StatusRequestEntityTooLarge,
 	errs.TooManyRequests: http.StatusTooManyRequests,
 	errs.Unavailable:     http.StatusServiceUnavailable,
+	errs.UpgradeRequired: http.StatusUpgradeRequired,
 }
 
 // internalDetail is all a client learns of a server fault.

@@ -394,6 +394,89 @@ func TestShutdownEndsTerminals(t *testing.T) {
 	}
 }
 
+// refusedTerminal opens a WebSocket to a terminal that must be refused: the
+// upgrade succeeds, and the socket tells why and closes.
+func refusedTerminal(t *testing.T, e *apitest.Env, query string, header http.Header) ending {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+"/ws/terminal/"+query, &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		t.Fatalf("a refused terminal must still be upgraded, to tell why: %v (%v)", err, resp)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	return (&termClient{t: t, conn: conn}).readToClose()
+}
+
+// TestTerminalRefusalsReachBrowsers: what refuses a terminal reaches a
+// WebSocket client as an error message and a close code it can read (a
+// browser sees only 1006 when an upgrade is refused), and a plain HTTP
+// client as the same status; a plain request that passes every check is 426.
+func TestTerminalRefusalsReachBrowsers(t *testing.T) {
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 1 })
+	owner := e.CreateUser("owner", auth.RoleStudent)
+	other := e.CreateUser("other", auth.RoleStudent)
+	tpl := busyboxTemplate(t, e)
+	running := createSandbox(t, e, owner.Token, tpl)
+	stopped := createSandbox(t, e, owner.Token, tpl)
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", stopped.ID), Token: owner.Token}).Expect(t, 200)
+	busy := createSandbox(t, e, other.Token, tpl)
+	taken := dialSized(t, e, busy.ID, other.Token, 80, 24) // its one place
+	taken.send("echo taken-$((1+1))\n")
+	taken.waitFor("taken-2")
+	evil := http.Header{"Origin": {"https://evil.example.net"}}
+	cases := []struct {
+		name   string
+		query  string
+		header http.Header
+		status int
+		detail string
+	}{
+		{"foreign origin", fmt.Sprintf("%d?token=%s", running.ID, owner.Token), evil, 403, "Origin not allowed"},
+		{"bad size", fmt.Sprintf("%d?token=%s&cols=0", running.ID, owner.Token), nil, 422, "cols: Input should be between 1 and 1000"},
+		{"bad token", fmt.Sprintf("%d?token=not-a-token", running.ID), nil, 401, "Could not validate credentials"},
+		{"no token", fmt.Sprintf("%d", running.ID), nil, 401, "Not authenticated"},
+		{"another user's", fmt.Sprintf("%d?token=%s", running.ID, other.Token), nil, 404, "Container not found"},
+		{"no such sandbox", fmt.Sprintf("999999?token=%s", owner.Token), nil, 404, "Container not found"},
+		{"stopped", fmt.Sprintf("%d?token=%s", stopped.ID, owner.Token), nil, 409, "Container is not running: start it first"},
+		{"no place left", fmt.Sprintf("%d?token=%s", busy.ID, other.Token), nil, 409, "Too many terminals open on this sandbox (at most 1): close one first"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			expectEnded(t, refusedTerminal(t, e, tt.query, tt.header), tt.status, tt.detail)
+			// The same request without an upgrade: plain HTTP.
+			r := e.Do(apitest.Request{Method: "GET", Path: "/ws/terminal/" + tt.query, Header: tt.header}).Expect(t, tt.status)
+			if tt.status != 422 && r.Detail() != tt.detail {
+				t.Fatalf("plain HTTP detail %q, want %q", r.Detail(), tt.detail)
+			}
+		})
+	}
+	t.Run("plain request that passes", func(t *testing.T) {
+		r := e.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/ws/terminal/%d?token=%s", running.ID, owner.Token)}).Expect(t, http.StatusUpgradeRequired)
+		if !strings.Contains(r.Detail(), "WebSocket") {
+			t.Fatalf("detail %q", r.Detail())
+		}
+		// It took no place: a terminal still opens.
+		tc := dialSized(t, e, running.ID, owner.Token, 80, 24)
+		tc.send("echo open-$((1+1))\n")
+		tc.waitFor("open-2")
+	})
+	t.Run("shutting down", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.App.Terminals.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		query := fmt.Sprintf("%d?token=%s", running.ID, owner.Token)
+		expectEnded(t, refusedTerminal(t, e, query, nil), 503, "The server is shutting down: open the terminal again in a moment")
+		r := e.Do(apitest.Request{Method: "GET", Path: "/ws/terminal/" + query}).Expect(t, 503)
+		if r.Header.Get("Retry-After") == "" {
+			t.Fatal("503 without Retry-After")
+		}
+	})
+}
+
 // TestTerminalEarlyResizeWins: a resize sent as soon as the socket opens,
 // while the shell is still starting, is not undone by the initial size.
 func TestTerminalEarlyResizeWins(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -146,5 +148,42 @@ func TestResizesAreCoalesced(t *testing.T) {
 	}
 	if s := shell.sizes(); len(s) != 2 {
 		t.Fatalf("%d resize messages made %d engine resizes, want 2 (the one in flight, then the last)", n, len(s))
+	}
+}
+
+// TestRefuseCutsTheCloseReason: a detail longer than a close frame holds is
+// whole in the error message and cut, on a character boundary, in the close
+// reason.
+func TestRefuseCutsTheCloseReason(t *testing.T) {
+	detail := strings.Repeat("é", 100) // 200 bytes
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if conn, err := websocket.Accept(w, r, nil); err == nil {
+			terminal.Refuse(r.Context(), conn, 422, detail)
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	_, data, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Type, Detail string
+		Status       int
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.Type != "error" || m.Detail != detail || m.Status != 422 {
+		t.Fatalf("message %s (%v)", data, err)
+	}
+	_, _, err = conn.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4422 || len(ce.Reason) > 123 || !utf8.ValidString(ce.Reason) ||
+		!strings.HasPrefix(detail, strings.TrimSuffix(ce.Reason, "…")) || !strings.HasSuffix(ce.Reason, "…") {
+		t.Fatalf("closed with %v", err)
 	}
 }

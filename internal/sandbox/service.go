@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"tuxlab/internal/activity"
-
 	"tuxlab/internal/errs"
 )
 

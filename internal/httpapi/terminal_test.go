@@ -212,18 +212,11 @@ func TestTerminalResizeFlood(t *testing.T) {
 		tc.control(map[string]any{"type": "resize", "cols": 20 + i%900, "rows": 10 + i%500})
 	}
 	tc.control(map[string]any{"type": "resize", "cols": 123, "rows": 45})
-	sizeRe := regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)
-	// Input is not held up behind the resizes, so the last one may land just
-	// after a first stty: ask until it has.
-	for i := 0; ; i++ {
-		tc.out.Reset()
-		tc.send("echo size=$(stty size)=\n")
-		if got := tc.waitForMatch(sizeRe); got == "45 123" {
-			break
-		} else if i == 100 {
-			t.Fatalf("the terminal stays at %s after the flood, want 45 123", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Input waits for the resizes sent before it: the first stty sees the last size.
+	tc.out.Reset()
+	tc.send("echo size=$(stty size)=\n")
+	if got := tc.waitForMatch(regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)); got != "45 123" {
+		t.Fatalf("the terminal is at %s after the flood, want 45 123", got)
 	}
 	tc.send("echo still-$((6*7))\n")
 	tc.waitFor("still-42")
@@ -488,15 +481,9 @@ func TestTerminalEarlyResizeWins(t *testing.T) {
 	for range 20 {
 		tc := dialSized(t, e, c.ID, u.Token, 132, 43)
 		tc.control(map[string]any{"type": "resize", "cols": 100, "rows": 33})
-		for i := 0; ; i++ {
-			tc.out.Reset()
-			tc.send("echo size=$(stty size)=\n")
-			if got := tc.waitForMatch(sizeRe); got == "33 100" {
-				break
-			} else if i == 50 {
-				t.Fatalf("the terminal stays at %s, want the 33 100 asked for after the start", got)
-			}
-			time.Sleep(20 * time.Millisecond)
+		tc.send("echo size=$(stty size)=\n")
+		if got := tc.waitForMatch(sizeRe); got != "33 100" {
+			t.Fatalf("the terminal is at %s, want the 33 100 asked for as it opened", got)
 		}
 		tc.conn.Close(websocket.StatusNormalClosure, "")
 		waitTerminalsClosed(t, e)

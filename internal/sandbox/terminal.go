@@ -37,7 +37,7 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	// everything it started: the pid limit would run out after some dozens
 	// of terminals. reap ends them on every engine.
 	ctx = context.WithoutCancel(ctx)
-	ts := &terminalSession{Session: sess, ctx: ctx, end: func() { s.reap(ctx, rt, t, c, m) }}
+	ts := &terminalSession{Session: sess, ctx: ctx, end: func() { s.reap(ctx, rt, t, c, m) }, ready: make(chan struct{})}
 	c, err = s.Touch(ctx, c.ID)
 	if err != nil {
 		ts.Close()
@@ -65,14 +65,19 @@ func sizedShell(shell []string, cols, rows uint) []string {
 }
 
 // terminalSession is a terminal's shell started by sizedShell. Its output is
-// passed on without the wrapper's marker; a resize asked for before the
-// marker waits for it (the wrapper's stty would undo it), and then the
-// latest such size is applied. Close also ends every process the shell started.
+// passed on without the wrapper's marker. Until the marker has passed, a
+// resize is held (the wrapper's stty would undo it) and input waits; then the
+// latest held size is applied, and only then the input is written, so what
+// is typed after a resize sees the new size. Close also ends every process
+// the shell started.
 type terminalSession struct {
 	Session
 	ctx  context.Context // for the held resize; not cancelled
 	once sync.Once
 	end  func()
+
+	ready     chan struct{} // closed once the marker has passed (or the stream has ended)
+	readyOnce sync.Once
 
 	// Only the reading goroutine touches these.
 	scan    readyScanner
@@ -101,6 +106,7 @@ func (t *terminalSession) Read(p []byte) (int, error) {
 		}
 		if err != nil {
 			out, t.readErr = append(out, t.scan.flush()...), err
+			t.markReady()
 		}
 		t.out = out
 	}
@@ -108,6 +114,14 @@ func (t *terminalSession) Read(p []byte) (int, error) {
 	t.out = t.out[n:]
 	return n, nil
 }
+
+// Write types p into the shell once the wrapper has set the size.
+func (t *terminalSession) Write(p []byte) (int, error) {
+	<-t.ready
+	return t.Session.Write(p)
+}
+
+func (t *terminalSession) markReady() { t.readyOnce.Do(func() { close(t.ready) }) }
 
 // Resize sets the terminal's size, or keeps it until the wrapper has set the
 // initial one.
@@ -124,6 +138,7 @@ func (t *terminalSession) Resize(ctx context.Context, cols, rows uint) error {
 // sizeSet records that the wrapper has set the initial size, and applies the
 // size asked for meanwhile.
 func (t *terminalSession) sizeSet() {
+	defer t.markReady()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sized = true
@@ -139,6 +154,7 @@ func (t *terminalSession) sizeSet() {
 // Close closes the stream, then kills the shell and what it started.
 func (t *terminalSession) Close() error {
 	err := t.Session.Close()
+	t.markReady() // a Write waiting for the marker fails on the closed stream
 	t.once.Do(t.end)
 	return err
 }

@@ -20,7 +20,7 @@ type term struct {
 	sess  sandbox.Session
 	owner Owner
 
-	resize resizer
+	resize *resizer
 
 	endOnce sync.Once
 	ending  chan struct{} // closed by end
@@ -36,7 +36,7 @@ type term struct {
 func newTerm(b *Bridge, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container, owner Owner) *term {
 	now := b.opt.Now()
 	return &term{b: b, conn: conn, sess: sess, owner: owner, c: c, lastInput: now, lastTouch: now,
-		resize: resizer{wake: make(chan struct{}, 1)}, ending: make(chan struct{})}
+		resize: newResizer(), ending: make(chan struct{})}
 }
 
 // end asks the terminal to end for reason why (the first reason wins); watch
@@ -46,54 +46,6 @@ func (t *term) end(why error) {
 		t.why = why
 		close(t.ending)
 	})
-}
-
-// resizer holds the latest size a client asked for until the engine takes
-// it: one engine resize at a time per terminal, and however many messages
-// arrive meanwhile, only the last one's size is applied next.
-type resizer struct {
-	mu         sync.Mutex
-	cols, rows uint
-	pending    bool
-	wake       chan struct{} // capacity 1: a size is waiting
-}
-
-// set records a size, replacing any not applied yet.
-func (r *resizer) set(cols, rows uint) {
-	r.mu.Lock()
-	r.cols, r.rows, r.pending = cols, rows, true
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default: // already signalled
-	}
-}
-
-// take returns the waiting size, if any.
-func (r *resizer) take() (cols, rows uint, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ok, r.pending = r.pending, false
-	return r.cols, r.rows, ok
-}
-
-// applyResizes gives the engine the latest size, one call at a time, so a
-// flood of resize messages neither keeps the engine busy nor holds up input.
-func (t *term) applyResizes(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.resize.wake:
-		}
-		cols, rows, ok := t.resize.take()
-		if !ok {
-			continue
-		}
-		if err := t.sess.Resize(ctx, cols, rows); err != nil && ctx.Err() == nil {
-			t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
-		}
-	}
 }
 
 func (t *term) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
@@ -160,6 +112,11 @@ func (t *term) pumpInput(ctx context.Context) {
 			}
 		}
 		if typ == websocket.MessageBinary {
+			// What is typed after a resize sees the new size, as in a local
+			// terminal: it waits for the resizes asked for before it.
+			if t.resize.waitIdle(ctx) != nil {
+				return
+			}
 			if _, err := t.sess.Write(data); err != nil {
 				return
 			}

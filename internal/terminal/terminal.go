@@ -234,6 +234,9 @@ func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.S
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer sess.Close()
+	// Whatever ends the terminal closes the shell's stream, which also ends
+	// a write to the shell that waits.
+	context.AfterFunc(ctx, func() { sess.Close() })
 	conn.SetReadLimit(b.opt.MaxMessage)
 	t := newTerm(b, conn, sess, c, owner)
 	b.register(t)

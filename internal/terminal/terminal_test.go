@@ -107,8 +107,8 @@ func serveFake(t *testing.T, shell *fakeShell) *websocket.Conn {
 }
 
 // TestResizesAreCoalesced: while the engine takes its time over one resize,
-// input still reaches the shell, and 5,000 more resizes cost one engine call,
-// with the last size.
+// 5,000 more resize messages are read and merged into one engine call with
+// the last size; input sent after them waits for it, so it sees that size.
 func TestResizesAreCoalesced(t *testing.T) {
 	shell := newFakeShell()
 	conn := serveFake(t, shell)
@@ -123,31 +123,30 @@ func TestResizesAreCoalesced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A message the server answers: once the answer is here, every resize
+	// before it has been read.
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"bogus"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), "Unknown control message type") {
+		t.Fatalf("resize messages are not read while the engine resizes: %q %v (%d engine resizes asked)", data, err, len(shell.sizes()))
+	}
 	if err := conn.Write(ctx, websocket.MessageBinary, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	close(shell.release)
 	select {
 	case got := <-shell.input:
 		if string(got) != "x" {
 			t.Fatalf("the shell got %q", got)
 		}
-	case <-time.After(30 * time.Second): // only guards against a hung test
-		t.Fatalf("input is stuck behind a resize the engine has not finished (%d engine resizes asked)", len(shell.sizes()))
+	case <-ctx.Done():
+		t.Fatal("the input never reached the shell")
 	}
-	close(shell.release)
 	cols, rows := size(n - 1)
-	last := [2]uint{cols, rows}
-	for i := 0; ; i++ {
-		if s := shell.sizes(); s[len(s)-1] == last {
-			break
-		}
-		if i == 1500 {
-			t.Fatalf("the last size never reached the engine: %v", shell.sizes()[len(shell.sizes())-1])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if s := shell.sizes(); len(s) != 2 {
-		t.Fatalf("%d resize messages made %d engine resizes, want 2 (the one in flight, then the last)", n, len(s))
+	if s := shell.sizes(); len(s) != 2 || s[1] != [2]uint{cols, rows} {
+		t.Fatalf("%d resize messages made the engine resizes %v, want the one in flight, then %v; and input after them",
+			n, s, [2]uint{cols, rows})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -103,6 +104,13 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	srv := httptest.NewServer(Validating(t, a.Server, a.Server.OpenAPI()))
 	t.Cleanup(func() {
 		srv.Close()
+		// Terminals end before their sandboxes go, so their processes are
+		// reaped cleanly and no terminal outlives the test.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.Terminals.Shutdown(ctx); err != nil {
+			t.Errorf("terminals did not end: %v", err)
+		}
 		removeEngineContainers(a.Sandboxes.Instance())
 		a.Close()
 	})

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +70,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	if cfg.Now != nil {
 		db.Now = cfg.Now
 	}
+	// Terminals first: the auth domain ends a user's terminals when the
+	// user's access ends.
+	if err := a.openSandboxes(ctx); err != nil {
+		return nil, err
+	}
 	a.Auth = auth.NewService(db, auth.Options{
+		Sessions:           a.Terminals,
 		Secret:             []byte(cfg.SecretKey),
 		TokenTTL:           cfg.TokenTTL,
 		AuthPerIPPerMinute: cfg.AuthPerIPPerMinute,
@@ -88,9 +95,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		}
 	}
 	a.Lessons = lesson.NewService(db, db.Activity(), cfg.Now)
-	if err := a.openSandboxes(ctx); err != nil {
-		return nil, err
-	}
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), log)
@@ -246,7 +250,8 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 		return fmt.Errorf("seed sandbox templates: %w", err)
 	}
-	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox, Log: a.Log})
+	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
+		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
 	return nil
 }
 
@@ -265,8 +270,15 @@ func (a *App) Background(ctx context.Context) {
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
 }
 
-// Close releases the App's resources.
-func (a *App) Close() error { return a.DB.Close() }
+// Close ends the terminals still open (their processes killed; see
+// terminal.Bridge.Shutdown, waiting at most a minute) and releases the App's
+// resources.
+func (a *App) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	terr := a.Terminals.Shutdown(ctx)
+	return errors.Join(terr, a.DB.Close())
+}
 
 // Serve serves HTTP on ln until ctx ends, then shuts down gracefully: in-flight
 // requests get up to grace to finish.
@@ -295,7 +307,14 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	a.Log.Info("shutting down: waiting for in-flight requests", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	// The server does not wait for hijacked connections: the terminals are
+	// ended and waited for beside it.
+	var terminals sync.WaitGroup
+	var terr error
+	terminals.Go(func() { terr = a.Terminals.Shutdown(sctx) })
+	err := srv.Shutdown(sctx)
+	terminals.Wait()
+	if err = errors.Join(err, terr); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

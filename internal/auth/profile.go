@@ -68,14 +68,20 @@ func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, 
 }
 
 // ApplyPasswordChange stores a prepared change and returns the updated user:
-// tokens issued before now stop working. It joins the transaction ctx carries,
-// so the caller can record the change in the same one.
+// tokens issued before now stop working, and the user's open sessions end
+// once the change has committed. It joins the transaction ctx carries, so the
+// caller can record the change in the same one.
 func (s *Service) ApplyPasswordChange(ctx context.Context, c *PasswordChange) (*User, error) {
 	now := s.now().UTC()
-	return s.users.UpdateUser(ctx, c.userID, func(u *User, _ int) error {
+	u, err := s.users.UpdateUser(ctx, c.userID, func(u *User, _ int) error {
 		u.PasswordHash, u.PasswordChangedAt, u.UpdatedAt = c.hash, now, now
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.endSessions(ctx, c.userID, ErrPasswordChanged)
+	return u, nil
 }
 
 // IssueToken returns a fresh access token for u, as a login would; for a

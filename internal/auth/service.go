@@ -18,7 +18,22 @@ var (
 	ErrInactive         = errs.E(errs.Forbidden, "User account is inactive")
 	ErrAdminRequired    = errs.E(errs.Forbidden, "Admin access required")
 	ErrBadCredentials   = errs.E(errs.Unauthenticated, "Incorrect username or password")
+	// Why a user's open sessions end (see Sessions).
+	ErrPasswordChanged = errs.E(errs.Unauthenticated, "The password of this account changed: sign in again")
+	ErrLoggedOut       = errs.E(errs.Unauthenticated, "You logged out: sign in again")
 )
+
+// Sessions ends what a user keeps open beyond single requests (terminals)
+// once the user's access ends: deactivation, deletion, a password change, a
+// logout. why is an *errs.Error whose detail the user may read. CloseUser
+// must not block on the sessions it ends.
+type Sessions interface {
+	CloseUser(userID int64, why error)
+}
+
+type noSessions struct{}
+
+func (noSessions) CloseUser(int64, error) {}
 
 // Options tune a Service.
 type Options struct {
@@ -32,6 +47,8 @@ type Options struct {
 	// environment variable sets.
 	BcryptCost int
 	Now        func() time.Time // nil for time.Now
+	// Sessions are ended when a user's access ends (nil: none to end).
+	Sessions Sessions
 }
 
 // Service is the auth domain: it owns the rules on accounts and credentials.
@@ -46,6 +63,7 @@ type Service struct {
 	// and a guess from many addresses is still bounded.
 	perAccount *RateLimiter
 	known      *knownClients
+	sessions   Sessions
 	now        func() time.Time
 }
 
@@ -55,6 +73,10 @@ func NewService(users UserStore, o Options) *Service {
 	if now == nil {
 		now = time.Now
 	}
+	sessions := o.Sessions
+	if sessions == nil {
+		sessions = noSessions{}
+	}
 	return &Service{
 		users:      users,
 		hasher:     NewHasher(cmp.Or(o.BcryptCost, BcryptCost), o.BcryptWorkers, 64),
@@ -63,8 +85,16 @@ func NewService(users UserStore, o Options) *Service {
 		perUser:    NewRateLimiter(o.LoginPerUserPerMin, now),
 		perAccount: NewRateLimiter(10*o.LoginPerUserPerMin, now),
 		known:      &knownClients{seen: map[string]time.Time{}, now: now},
+		sessions:   sessions,
 		now:        now,
 	}
+}
+
+// endSessions ends user id's open sessions for reason why, once the change
+// that ended the user's access has committed: a client that reconnects at
+// once must find the change in place.
+func (s *Service) endSessions(ctx context.Context, id int64, why error) {
+	s.users.AfterCommit(ctx, func() { s.sessions.CloseUser(id, why) })
 }
 
 // NewUser is the input to create an account.
@@ -187,6 +217,25 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*User, error)
 	if err != nil {
 		return nil, ErrInvalidToken
 	}
+	return s.userOf(ctx, c)
+}
+
+// StillAllowed is Authenticate for a session opened with token while it was
+// valid (a terminal), checked again while the session lasts: the token's
+// expiry is not checked again, everything else is (the user exists and is
+// active, no password change or logout since the token was issued).
+func (s *Service) StillAllowed(ctx context.Context, token string) (*User, error) {
+	c, err := s.tokens.parseExpired(token)
+	if err != nil {
+		return nil, ErrInvalidToken
+	}
+	return s.userOf(ctx, c)
+}
+
+// userOf returns the current user of verified claims c, if the token still
+// stands: same username, issued after the last password change and logout,
+// and the account active.
+func (s *Service) userOf(ctx context.Context, c Claims) (*User, error) {
 	id, _ := c.UserID()
 	u, err := s.users.FindUserByID(ctx, id)
 	if errs.Is(err, errs.NotFound) {
@@ -232,7 +281,11 @@ func (s *Service) ChangePassword(ctx context.Context, id int64, password string)
 		u.PasswordHash, u.PasswordChangedAt, u.UpdatedAt = hash, now, now
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	s.endSessions(ctx, id, ErrPasswordChanged)
+	return nil
 }
 
 // Page is a page of a list: 1-based page number and size.
@@ -258,26 +311,37 @@ func (s *Service) SetRole(ctx context.Context, id int64, role Role) (*User, erro
 	})
 }
 
-// SetActive activates or deactivates a user; the last active admin cannot be deactivated.
+// SetActive activates or deactivates a user; the last active admin cannot be
+// deactivated. A deactivated user's open sessions end.
 func (s *Service) SetActive(ctx context.Context, id int64, active bool) (*User, error) {
 	now := s.now().UTC()
-	return s.users.UpdateUser(ctx, id, func(u *User, activeAdmins int) error {
+	u, err := s.users.UpdateUser(ctx, id, func(u *User, activeAdmins int) error {
 		if u.IsActiveAdmin() && !active && activeAdmins <= 1 {
 			return ErrLastAdmin
 		}
 		u.IsActive, u.UpdatedAt = active, now
 		return nil
 	})
+	if err == nil && !active {
+		s.endSessions(ctx, id, ErrInactive)
+	}
+	return u, err
 }
 
-// DeleteUser removes a user; the last active admin cannot be deleted.
+// DeleteUser removes a user; the last active admin cannot be deleted. The
+// user's open sessions end.
 func (s *Service) DeleteUser(ctx context.Context, id int64) error {
-	return s.users.DeleteUser(ctx, id, func(u *User, activeAdmins int) error {
+	err := s.users.DeleteUser(ctx, id, func(u *User, activeAdmins int) error {
 		if u.IsActiveAdmin() && activeAdmins <= 1 {
 			return ErrLastAdmin
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.endSessions(ctx, id, ErrTokenUserGone)
+	return nil
 }
 
 // Stats counts users by role and status.
@@ -301,14 +365,19 @@ func (s *Service) EnsureAdmin(ctx context.Context, n NewUser) (bool, error) {
 }
 
 // Logout revokes the user's tokens: the one presented and every other issued
-// until now, so a stolen token can be cut off. Logging in again issues a new one.
+// until now, so a stolen token can be cut off, and ends the user's open
+// sessions. Logging in again issues a new one.
 func (s *Service) Logout(ctx context.Context, id int64) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	_, err := s.users.UpdateUser(ctx, id, func(u *User, _ int) error {
 		u.TokensRevokedAt, u.UpdatedAt = &now, now
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	s.endSessions(ctx, id, ErrLoggedOut)
+	return nil
 }
 
 // knownClients remembers the addresses that logged in successfully lately:

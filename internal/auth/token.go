@@ -84,12 +84,19 @@ var errBadToken = errors.New("invalid token")
 
 // Parse verifies a token's signature, algorithm and expiry and returns its claims.
 func (t *Tokens) Parse(token string) (Claims, error) {
+	return t.parse(token, jwt.WithExpirationRequired(), jwt.WithTimeFunc(t.now))
+}
+
+// parseExpired is Parse without the expiry: for a session that was opened
+// while its token was valid.
+func (t *Tokens) parseExpired(token string) (Claims, error) {
+	return t.parse(token, jwt.WithoutClaimsValidation())
+}
+
+func (t *Tokens) parse(token string, opts ...jwt.ParserOption) (Claims, error) {
 	var c Claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(t.now),
-	)
+	opts = append(opts, jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}))
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil }, opts...)
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}

@@ -86,6 +86,9 @@ type UserStore interface {
 	UpdateUser(ctx context.Context, id int64, change UserChange) (*User, error)
 	DeleteUser(ctx context.Context, id int64, check UserChange) error
 	CountUsers(ctx context.Context) (UserStats, error)
+	// AfterCommit runs fn once the transaction ctx carries has committed (at
+	// once without one): side effects of a change wait for it.
+	AfterCommit(ctx context.Context, fn func())
 }
 
 // Errors with fixed details from the contract and DECISIONS.md.

@@ -33,6 +33,10 @@ type Config struct {
 	// BcryptCost lowers the cost of password hashes for tests (0: the
 	// production cost, 12). Not read from the environment.
 	BcryptCost int
+	// TerminalPingInterval is how often a terminal pings its client and
+	// checks its user again (0: 30s). Not read from the environment: tests
+	// set it.
+	TerminalPingInterval time.Duration
 
 	Env         string        // TUXLAB_ENV: development or production
 	Addr        string        // TUXLAB_ADDR: listen address

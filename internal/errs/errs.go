@@ -26,6 +26,7 @@ const (
 	TooLarge                    // the request body is over its limit: 413
 	TooManyRequests             // rate limited: 429
 	Unavailable                 // a dependency is down or at capacity: 503
+	UpgradeRequired             // a WebSocket route asked without a WebSocket upgrade: 426
 )
 
 // FieldError is one entry of a validation error: where the bad input is and why.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -22,6 +23,7 @@ var statusOf = map[errs.Kind]int{
 	errs.TooLarge:        http.StatusRequestEntityTooLarge,
 	errs.TooManyRequests: http.StatusTooManyRequests,
 	errs.Unavailable:     http.StatusServiceUnavailable,
+	errs.UpgradeRequired: http.StatusUpgradeRequired,
 }
 
 // internalDetail is all a client learns of a server fault.
@@ -41,7 +43,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": internalDetail})
 		return
 	}
-	status := statusOf[e.Kind]
+	status, _ := Describe(e)
 	if e.Kind == errs.Internal {
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()), "error", err.Error())
 	}
@@ -64,6 +66,26 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		body["detail"] = e.Detail
 	}
 	writeJSON(w, status, body)
+}
+
+// Describe tells what err means to a client: its status and a detail safe to
+// show (for validation errors, the first field's problem; for anything that
+// is not an *errs.Error, 500 and a fixed text). writeError answers with it,
+// and terminals that end after their upgrade say it (terminal.Refuse).
+func Describe(err error) (status int, detail string) {
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Kind == errs.Internal {
+		return http.StatusInternalServerError, internalDetail
+	}
+	detail = e.Detail
+	if len(e.Fields) > 0 {
+		f := e.Fields[0]
+		detail = f.Msg
+		if len(f.Loc) > 1 {
+			detail = fmt.Sprint(f.Loc[len(f.Loc)-1]) + ": " + f.Msg
+		}
+	}
+	return statusOf[e.Kind], detail
 }
 
 // fail returns a handler-level error of kind k.

@@ -237,13 +237,14 @@ var (
 	docStartContainer  = op{tag: "sandboxes", summary: "Start a stopped sandbox (a running one stays running)", status: 200, result: "Container", errors: []int{404, 409, 503}}
 	docStopContainer   = op{tag: "sandboxes", summary: "Stop a running sandbox (its files are kept)", status: 200, result: "Container", errors: []int{404, 503}}
 	docDeleteContainer = op{tag: "sandboxes", summary: "Delete a sandbox and its container", status: 200, result: "Deleted", errors: []int{404, 503}}
-	docTerminal        = op{tag: "sandboxes", summary: "Terminal WebSocket: a shell with a TTY in the caller's running sandbox", status: 101, errors: []int{401, 403, 404, 409, 503},
+	docTerminal        = op{tag: "sandboxes", summary: "Terminal WebSocket: a shell with a TTY in the caller's running sandbox", status: 101, errors: []int{401, 403, 404, 409, 426, 503},
 		params: []param{
 			{name: "token", schema: strSchema, required: true, desc: "The access token (browsers cannot set headers on WebSockets)."},
-			{name: "cols", schema: intSchema, desc: "Initial width, default 80."},
-			{name: "rows", schema: intSchema, desc: "Initial height, default 24."},
+			{name: "cols", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 80}, desc: "Initial width: the terminal has it before the shell starts."},
+			{name: "rows", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 24}, desc: "Initial height."},
 		},
-		desc: "Binary frames carry raw terminal bytes both ways. Text frames carry JSON control messages: from the client {\"type\":\"resize\",\"cols\":N,\"rows\":N}; from the server {\"type\":\"exit\",\"code\":N}, {\"type\":\"error\",\"detail\":\"...\"} and {\"type\":\"expiring\",\"reason\":\"idle\"|\"lifetime\",\"seconds\":N}. Failures before the upgrade are plain HTTP errors. See docs/terminal.md."}
+		desc: "Binary frames carry raw terminal bytes both ways. Text frames carry JSON control messages: from the client {\"type\":\"resize\",\"cols\":N,\"rows\":N}; from the server {\"type\":\"exit\",\"code\":N}, {\"type\":\"error\",\"detail\":\"...\"} (the session goes on), {\"type\":\"error\",\"detail\":\"...\",\"status\":N} (the terminal ends: the socket closes with code 4000+N and the detail as reason) and {\"type\":\"expiring\",\"reason\":\"idle\"|\"lifetime\",\"seconds\":N}. " +
+			"A WebSocket upgrade is always accepted (101): a check that fails before the shell starts (the statuses listed here) is then told as that error message and close code, since a browser sees nothing of a refused upgrade. Any other request gets those failures as plain HTTP errors, and 426 when every check passes. See docs/terminal.md."}
 
 	docAdminListContainers = op{tag: "admin", summary: "Every user's sandboxes, paginated", status: 200, result: "ContainerList", paged: true, params: pageParams}
 	docAdminCreateTemplate = op{tag: "admin", summary: "Create a sandbox template (inputs in the query string)", status: 201, result: "Template", errors: []int{409}, params: templateParams(true)}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/terminal"
 )
 
 type limitsResponse struct {
@@ -264,49 +266,136 @@ func (s *Server) handleDeleteContainer(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-// handleTerminal upgrades to the terminal WebSocket. Everything that can fail
-// is checked first and answered as plain HTTP: the Origin, the token (from the
-// query: browsers cannot set headers on WebSockets), ownership (404), and a
-// running container (409).
+// handleTerminal serves the terminal WebSocket. Every check comes before the
+// shell starts: the Origin, the query, the token (from the query: browsers
+// cannot set headers on WebSockets), ownership (404), a running sandbox
+// (409) and a free place. A browser sees nothing of a refused upgrade (only
+// close code 1006), so a WebSocket upgrade is accepted first and told a
+// failure as a control message and close code (terminal.Refuse); any other
+// request gets it as plain HTTP, and 426 when every check passes.
 func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
+	if !isWebSocketUpgrade(r) {
+		adm, err := s.admitTerminal(r)
+		if err != nil {
+			return err
+		}
+		adm.release()
+		return errUpgradeRequired
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // admitTerminal checks the Origin
+	if err != nil {
+		return nil // Accept has answered the client
+	}
+	adm, err := s.admitTerminal(r)
+	if err != nil {
+		s.refuseTerminal(r, conn, err)
+		return nil
+	}
+	defer adm.release()
+	sess, c, err := s.sandboxes.Terminal(r.Context(), adm.c, adm.cols, adm.rows)
+	if err != nil {
+		s.refuseTerminal(r, conn, err)
+		return nil
+	}
+	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, c)})
+	return nil
+}
+
+var errUpgradeRequired = errs.E(errs.UpgradeRequired, "This is a WebSocket: connect with a WebSocket client (Upgrade: websocket)")
+
+// isWebSocketUpgrade reports whether r asks to switch to the WebSocket protocol.
+func isWebSocketUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+// headerHasToken reports whether a comma-separated header lists token.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// terminalAdmission is a terminal request that passed every check, holding
+// a place on its sandbox until release.
+type terminalAdmission struct {
+	user       *auth.User
+	token      string
+	c          *sandbox.Container
+	cols, rows uint
+	release    func()
+}
+
+// admitTerminal runs a terminal request's checks in the order of
+// docs/terminal.md's table.
+func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	if origin := r.Header.Get("Origin"); origin != "" && !s.sameOrigin(r, origin) && !s.originAllowed(origin) {
-		return errs.E(errs.Forbidden, "Origin not allowed")
+		return nil, errs.E(errs.Forbidden, "Origin not allowed")
 	}
 	id, err := pathID(r, "container_id")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	q := newQuery(r)
-	cols := q.int("cols", 80, 1, 1000)
-	rows := q.int("rows", 24, 1, 1000)
+	cols := q.int("cols", 80, 1, terminal.MaxSize)
+	rows := q.int("rows", 24, 1, terminal.MaxSize)
 	if err := q.err(); err != nil {
-		return err
+		return nil, err
 	}
-	u, err := s.auth.Authenticate(r.Context(), r.URL.Query().Get("token"))
+	token := r.URL.Query().Get("token")
+	u, err := s.auth.Authenticate(r.Context(), token)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a := sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
-	c, err := s.sandboxes.Get(r.Context(), a, id)
+	c, err := s.sandboxes.Get(r.Context(), sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}, id)
 	if err != nil {
-		return err // 404 before saying anything about terminals
+		return nil, err // 404 before saying anything about terminals
+	}
+	if c.Status != sandbox.StatusRunning {
+		return nil, sandbox.ErrNotRunning
 	}
 	release, err := s.terminals.Reserve(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer release()
-	sess, c, err := s.sandboxes.Terminal(r.Context(), c, uint(cols), uint(rows))
-	if err != nil {
-		return err
+	return &terminalAdmission{user: u, token: token, c: c, cols: uint(cols), rows: uint(rows), release: release}, nil
+}
+
+// refuseTerminal tells a terminal client, after the upgrade, why it cannot
+// have its terminal, and closes: the status and detail a plain HTTP answer
+// would have had, as writeError logs and words them.
+func (s *Server) refuseTerminal(r *http.Request, conn *websocket.Conn, err error) {
+	status, detail := Describe(err)
+	if status == http.StatusInternalServerError {
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // Origin checked above
-	if err != nil {
-		sess.Close()
-		return nil // Accept has answered the client
+	terminal.Refuse(r.Context(), conn, status, detail)
+}
+
+// stillAllowed checks, while a terminal lasts, that the user of token may
+// still use sandbox c, for changes made by another process (this one's end
+// the terminals at once through terminal.Bridge.CloseUser). Only a verdict
+// ends the terminal; a database that does not answer for a moment does not.
+func (s *Server) stillAllowed(token string, c *sandbox.Container) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		u, err := s.auth.StillAllowed(ctx, token)
+		if err == nil && u.ID != c.UserID && u.Role != auth.RoleAdmin {
+			err = sandbox.ErrContainerNotFound
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errs.Is(err, errs.Unauthenticated), errs.Is(err, errs.Forbidden), errs.Is(err, errs.NotFound):
+			return err
+		}
+		s.log.WarnContext(ctx, "could not check a terminal's user again", "container_id", c.ID, "error", err.Error())
+		return nil
 	}
-	s.terminals.Serve(r.Context(), conn, sess, c)
-	return nil
 }
 
 // sameOrigin reports whether origin names the host the request came to.

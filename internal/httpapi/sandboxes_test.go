@@ -127,13 +127,21 @@ func (tc *termClient) waitForMatch(re *regexp.Regexp) string {
 		mt, data, err := tc.conn.Read(ctx)
 		cancel()
 		if err != nil {
-			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tc.out.String())
+			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tail(tc.out.String()))
 		}
 		if mt == websocket.MessageBinary {
 			tc.out.Write(data)
 		}
 	}
 	return re.FindStringSubmatch(tc.out.String())[1]
+}
+
+// tail is the end of a terminal's output, enough to see where it stopped.
+func tail(out string) string {
+	if len(out) > 2000 {
+		return "…" + out[len(out)-2000:]
+	}
+	return out
 }
 
 // waitFor reads until the output contains want or a control message of that
@@ -154,7 +162,7 @@ func (tc *termClient) waitFor(want string) {
 		}
 		mt, data, err := tc.conn.Read(ctx)
 		if err != nil {
-			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tc.out.String(), tc.ctl)
+			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tail(tc.out.String()), tc.ctl)
 		}
 		if mt == websocket.MessageBinary {
 			tc.out.Write(data)
@@ -250,9 +258,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 		if got.Status != "stopped" || got.StoppedAt == nil {
 			t.Fatalf("stopped %+v", got)
 		}
-		if _, resp, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
-			t.Fatalf("terminal on a stopped sandbox: %v %v", resp, err)
-		}
+		expectEnded(t, refusedTerminal(t, e, fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil), http.StatusConflict, "Container is not running: start it first")
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: u.Token}).Expect(t, 200).JSON(t, &got)
 		if got.Status != "running" || got.StoppedAt != nil {
@@ -299,15 +305,9 @@ func TestSandboxOwnership(t *testing.T) {
 		if r := e.Get("/api/containers/999999", other.Token).Expect(t, 404); r.Detail() != "Container not found" {
 			t.Fatal(r.Detail())
 		}
-		if _, resp, err := dialTerminal(t, e, c.ID, other.Token, nil); err == nil || resp == nil || resp.StatusCode != 404 {
-			t.Fatalf("another user's terminal: %v %v", resp, err)
-		}
-		if _, resp, err := dialTerminal(t, e, c.ID, "not-a-token", nil); err == nil || resp == nil || resp.StatusCode != 401 {
-			t.Fatalf("terminal without a valid token: %v %v", resp, err)
-		}
-		if _, resp, err := dialTerminal(t, e, c.ID, owner.Token, http.Header{"Origin": {"https://evil.example.net"}}); err == nil || resp == nil || resp.StatusCode != 403 {
-			t.Fatalf("terminal from a foreign origin: %v %v", resp, err)
-		}
+		expectEnded(t, refusedTerminal(t, e, id+"?token="+other.Token, nil), 404, "Container not found")
+		expectEnded(t, refusedTerminal(t, e, id+"?token=not-a-token", nil), 401, "Could not validate credentials")
+		expectEnded(t, refusedTerminal(t, e, id+"?token="+owner.Token, http.Header{"Origin": {"https://evil.example.net"}}), 403, "Origin not allowed")
 		var list []containerBody
 		e.Get("/api/containers/sandbox", other.Token).Expect(t, 200).JSON(t, &list)
 		if len(list) != 0 {
@@ -607,16 +607,15 @@ func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 2 })
 	u := e.CreateUser("learner", auth.RoleStudent)
 	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-	first, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := dialTerminal(t, e, c.ID, u.Token, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, resp, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
-		t.Fatalf("third terminal: %v %v", resp, err)
-	}
+	// The upgrade comes before the checks: a terminal holds its place once its shell answers.
+	first := dialSized(t, e, c.ID, u.Token, 80, 24)
+	first.send("echo one-$((1+1))\n")
+	first.waitFor("one-2")
+	second := dialSized(t, e, c.ID, u.Token, 80, 24)
+	second.send("echo two-$((1+1))\n")
+	second.waitFor("two-2")
+	expectEnded(t, refusedTerminal(t, e, fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil), http.StatusConflict,
+		"Too many terminals open on this sandbox (at most 2): close one first")
 	metrics := string(e.Get("/metrics", "").Expect(t, 200).Body)
 	for _, want := range []string{"tuxlab_terminals_open 2", "tuxlab_sandboxes_running 1"} {
 		if !strings.Contains(metrics, want) {
@@ -626,14 +625,10 @@ func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 	// Closing one frees its place.
 	first.send("exit\n")
 	first.waitFor("ctl:exit")
-	for i := 0; ; i++ {
-		if _, _, err := dialTerminal(t, e, c.ID, u.Token, nil); err == nil {
-			break
-		} else if i == 100 {
-			t.Fatalf("no place after a terminal closed: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitTerminalsOfSandboxClosed(t, e, 1)
+	again := dialSized(t, e, c.ID, u.Token, 80, 24)
+	again.send("echo again-$((1+1))\n")
+	again.waitFor("again-2")
 }
 
 func TestTemplateInUseCannotBeDeleted(t *testing.T) {

@@ -115,8 +115,8 @@ func (s *Service) run(ctx context.Context, rt Runtime, t *Template, c *Container
 	spec := scriptSpec(t, sc)
 	// Every process the script starts inherits this mark, so that what a
 	// script left running at its timeout can be found and ended.
-	mark := randomMark()
-	spec.Env = append(spec.Env, "TUXLAB_RUN="+mark)
+	mark := newMark()
+	spec.Env = append(spec.Env, mark.env())
 	stdout, stderr := &capped{max: sc.OutputCap}, &capped{max: sc.OutputCap}
 	fails := &failureLines{max: 3}
 	// The engine-side timeout kills the script; the context gives it a moment
@@ -137,31 +137,56 @@ func (s *Service) run(ctx context.Context, rt Runtime, t *Template, c *Container
 		res.TimedOut, res.ExitCode = true, -1
 	}
 	if res.TimedOut {
-		s.reap(context.WithoutCancel(ctx), rt, c, mark)
+		s.reap(context.WithoutCancel(ctx), rt, t, c, mark)
 	}
 	return res, nil
 }
 
-// reapScript kills every process carrying a run's mark ($1): what a script
-// started in the background, which timeout(1) does not always end.
-const reapScript = `for p in /proc/[0-9]*; do
-  tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qx "TUXLAB_RUN=$1" && kill -9 "${p#/proc/}" 2>/dev/null
-done; exit 0`
+// A mark is put in the environment of a script or a terminal's shell; every
+// process started from it inherits the mark, which is how reap finds them all,
+// however they were started (in the background, with nohup or setsid). Only
+// a process that drops its environment (env -i, sudo's env_reset) escapes.
+type mark string
 
-// reap ends what a timed-out script left running.
-func (s *Service) reap(ctx context.Context, rt Runtime, c *Container, mark string) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", reapScript, "reap", mark}, User: "root"}
-	if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
-		s.opt.Log.Warn("could not end a timed-out script's processes", "container_id", c.ID, "exit", code, "error", fmt.Sprint(err))
-	}
-}
+// markVar is the environment variable that carries a mark.
+const markVar = "TUXLAB_RUN"
 
-func randomMark() string {
+func newMark() mark {
 	b := make([]byte, 8)
 	rand.Read(b)
-	return hex.EncodeToString(b)
+	return mark(hex.EncodeToString(b))
+}
+
+func (m mark) env() string { return markVar + "=" + string(m) }
+
+// reapScript kills every process carrying the mark $1 with one grep and no
+// fork per process, so it still runs in a sandbox near its pid limit. A few
+// rounds catch children forked while their parent was being killed.
+const reapScript = `for round in 1 2 3; do
+  found=
+  for f in $(grep -zlx "` + markVar + `=$1" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}; kill -9 "${p%/environ}" 2>/dev/null && found=1
+  done
+  [ -z "$found" ] && break
+done; exit 0`
+
+// reap ends every process carrying mark m in container c of template t: what
+// a timed-out script left running, or what a closed terminal started. Without
+// CAP_SYS_PTRACE a process's environment is readable only by its own user, so
+// it runs as the template's user and as root (for what ran as root).
+func (s *Service) reap(ctx context.Context, rt Runtime, t *Template, c *Container, m mark) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	users := []string{"root"}
+	if t.User != "" && t.User != "root" {
+		users = []string{t.User, "root"}
+	}
+	for _, user := range users {
+		spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", reapScript, "reap", string(m)}, User: user}
+		if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
+			s.opt.Log.Warn("could not end the processes of a script or terminal", "container_id", c.ID, "user", user, "exit", code, "error", fmt.Sprint(err))
+		}
+	}
 }
 
 // scriptSpec is the exec that runs sc in a sandbox of template t.

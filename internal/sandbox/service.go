@@ -611,29 +611,6 @@ func (s *Service) Deadline(c *Container) (time.Time, string) {
 	return idle, "idle"
 }
 
-// Terminal opens a shell with a TTY in sandbox c, which the caller got from
-// Get (so ownership is checked and its state is the engine's); it must be running.
-func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (Session, *Container, error) {
-	if c.Status != StatusRunning {
-		return nil, nil, ErrNotRunning
-	}
-	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
-	if err != nil {
-		return nil, nil, err
-	}
-	rt, _ := s.rt()
-	// Engines end an exec when its stream closes (the shell sees its terminal
-	// hang up), so closing the session is all a closed socket needs.
-	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: t.Shell, User: t.User, TTY: true, Cols: cols, Rows: rows,
-		// A login program would set USER and LOGNAME; the engine sets only HOME.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User}})
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err = s.Touch(ctx, c.ID)
-	return sess, c, err
-}
-
 // Sweep applies the lifecycle at the service's clock: sandboxes past their
 // maximum lifetime are removed, running ones idle past the timeout are stopped.
 func (s *Service) Sweep(ctx context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -109,8 +110,8 @@ type querier interface {
 
 // q is the transaction ctx carries from InTx, or the pool.
 func (s *DB) q(ctx context.Context) querier {
-	if tx, ok := ctx.Value(txKey{}).(*sql.Tx); ok {
-		return tx
+	if st, ok := ctx.Value(txKey{}).(*txState); ok {
+		return st.tx
 	}
 	return s.db
 }
@@ -139,22 +140,62 @@ func (s *DB) SQL() *sql.DB { return s.db }
 // now returns the store clock in UTC, to the microsecond both engines keep.
 func (s *DB) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
-// txKey carries the transaction InTx opened.
+// txKey carries the transaction InTx opened, as a *txState.
 type txKey struct{}
+
+// txState is a transaction InTx opened and what waits for its commit.
+type txState struct {
+	tx    *sql.Tx
+	mu    sync.Mutex
+	after []func()
+}
 
 // InTx runs fn in one transaction that every store write made with fn's
 // context joins, whatever its domain: an attempt and its activity record
 // commit together or not at all. A nested InTx joins the outer transaction.
 func (s *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(context.WithValue(ctx, txKey{}, tx)) })
+	if _, ok := ctx.Value(txKey{}).(*txState); ok {
+		return fn(ctx)
+	}
+	st := &txState{}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		st.tx = tx
+		return fn(context.WithValue(ctx, txKey{}, st))
+	})
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	after := st.after
+	st.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
+	return nil
+}
+
+// AfterCommit runs fn once the transaction ctx carries from InTx has
+// committed, and never if it rolls back; without one, at once (a store write
+// made without InTx has committed when it returns). Side effects outside the
+// database that follow a write go through it, so they never run for a write
+// that did not happen, nor before a concurrent reader can see it.
+func (s *DB) AfterCommit(ctx context.Context, fn func()) {
+	st, ok := ctx.Value(txKey{}).(*txState)
+	if !ok {
+		fn()
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.after = append(st.after, fn)
 }
 
 // inTx runs fn in a transaction: begin, defer rollback, fn, commit; or in the
 // transaction ctx carries from InTx. Side effects outside the database belong
-// after inTx returns, never inside fn.
+// after inTx returns (or in AfterCommit), never inside fn.
 func (s *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if tx, ok := ctx.Value(txKey{}).(*sql.Tx); ok {
-		return fn(tx)
+	if st, ok := ctx.Value(txKey{}).(*txState); ok {
+		return fn(st.tx)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -169,3 +169,58 @@ func TestActivityQuarters(t *testing.T) {
 		}
 	})
 }
+
+// TestAfterCommit: what waits for a commit runs once the change is visible
+// to every other connection, never for a transaction that rolled back, and
+// at once outside a transaction.
+func TestAfterCommit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := newUser("alice", auth.RoleStudent)
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		deactivate := func(ctx context.Context) error {
+			_, err := db.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil })
+			return err
+		}
+		ran, sawActive := 0, true
+		after := func() {
+			ran++
+			got, err := db.FindUserByID(ctx, u.ID) // the pool, not the transaction
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sawActive = got.IsActive
+		}
+		boom := errors.New("boom")
+		err := db.InTx(ctx, func(ctx context.Context) error {
+			if err := deactivate(ctx); err != nil {
+				return err
+			}
+			db.AfterCommit(ctx, after)
+			return boom
+		})
+		if !errors.Is(err, boom) || ran != 0 {
+			t.Fatalf("rolled back: err %v, ran %d times", err, ran)
+		}
+		err = db.InTx(ctx, func(ctx context.Context) error {
+			if err := deactivate(ctx); err != nil {
+				return err
+			}
+			db.AfterCommit(ctx, after)
+			if ran != 0 {
+				t.Error("ran before the commit")
+			}
+			return nil
+		})
+		if err != nil || ran != 1 || sawActive {
+			t.Fatalf("committed: err %v, ran %d times, saw active %t", err, ran, sawActive)
+		}
+		db.AfterCommit(ctx, after)
+		if ran != 2 {
+			t.Fatal("did not run at once outside a transaction")
+		}
+	})
+}

@@ -4,18 +4,19 @@
 //
 //	client → server  {"type":"resize","cols":120,"rows":40}
 //	server → client  {"type":"exit","code":0}
-//	                 {"type":"error","detail":"..."}
+//	                 {"type":"error","detail":"..."}                 the session goes on
+//	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403
 //	                 {"type":"expiring","reason":"idle"|"lifetime","seconds":60}
 package terminal
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -27,12 +28,16 @@ import (
 type Options struct {
 	IdleTimeout   time.Duration // no input for this long closes the terminal (default 15m)
 	WarnBefore    time.Duration // how long before an idle close or the sandbox's end to warn (default 60s, at most half the idle timeout)
-	PingInterval  time.Duration // keep-alive pings (default 30s)
+	PingInterval  time.Duration // keep-alive pings, and how often Owner.Check runs (default 30s)
 	TouchInterval time.Duration // how often input refreshes the sandbox's activity (default 30s)
 	MaxMessage    int64         // largest frame a client may send (default 64 KiB)
 	MaxPerSandbox int           // terminals open at once on one sandbox (default 8)
-	Now           func() time.Time
-	Log           *slog.Logger
+	// Describe tells what an error that ends a terminal means to its client:
+	// a status and a detail safe to show. The HTTP layer's mapping of error
+	// kinds goes here; the default says 500 and nothing more.
+	Describe func(err error) (status int, detail string)
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -54,6 +59,9 @@ func (o *Options) defaults() {
 	if o.MaxPerSandbox <= 0 {
 		o.MaxPerSandbox = 8
 	}
+	if o.Describe == nil {
+		o.Describe = func(error) (int, string) { return http.StatusInternalServerError, "Internal server error" }
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -62,19 +70,38 @@ func (o *Options) defaults() {
 	}
 }
 
-// Bridge serves terminals.
+// Sandboxes is what terminals need of the sandbox domain (*sandbox.Service).
+type Sandboxes interface {
+	// Touch records activity on sandbox id and returns it as it is now.
+	Touch(ctx context.Context, id int64) (*sandbox.Container, error)
+	// Deadline says when a running sandbox ends and why ("idle" or "lifetime").
+	Deadline(c *sandbox.Container) (time.Time, string)
+}
+
+var _ Sandboxes = (*sandbox.Service)(nil)
+
+// ErrShuttingDown is why terminals end when the server stops.
+var ErrShuttingDown = &errs.Error{Kind: errs.Unavailable, RetryAfter: 5 * time.Second,
+	Detail: "The server is shutting down: open the terminal again in a moment"}
+
+// Bridge serves terminals. It knows every terminal it serves, by user, so a
+// user's terminals can be ended at once (CloseUser) and all of them when the
+// server stops (Shutdown).
 type Bridge struct {
-	sandboxes *sandbox.Service
+	sandboxes Sandboxes
 	opt       Options
 
-	mu   sync.Mutex
-	open map[int64]int // terminals open per sandbox id
+	mu      sync.Mutex
+	open    map[int64]int            // places taken per sandbox id
+	byUser  map[int64]map[*term]bool // terminals being served, per user
+	closing error                    // set by Shutdown: no new terminal
+	places  sync.WaitGroup           // one per place taken, until given back
 }
 
 // NewBridge returns a Bridge that records activity on sandboxes.
-func NewBridge(sandboxes *sandbox.Service, o Options) *Bridge {
+func NewBridge(sandboxes Sandboxes, o Options) *Bridge {
 	o.defaults()
-	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}}
+	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}, byUser: map[int64]map[*term]bool{}}
 }
 
 // Open counts the terminals open now, for metrics.
@@ -89,14 +116,19 @@ func (b *Bridge) Open() int {
 }
 
 // Reserve takes one of a sandbox's terminal places, or refuses when all are
-// taken; the caller gives it back with the returned release.
+// taken or the server is shutting down; the caller gives it back with the
+// returned release once the terminal has ended (Shutdown waits for that).
 func (b *Bridge) Reserve(containerID int64) (release func(), err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closing != nil {
+		return nil, b.closing
+	}
 	if b.open[containerID] >= b.opt.MaxPerSandbox {
 		return nil, errs.Errorf(errs.Conflict, "Too many terminals open on this sandbox (at most %d): close one first", b.opt.MaxPerSandbox)
 	}
 	b.open[containerID]++
+	b.places.Add(1)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -105,8 +137,78 @@ func (b *Bridge) Reserve(containerID int64) (release func(), err error) {
 			if b.open[containerID]--; b.open[containerID] <= 0 {
 				delete(b.open, containerID)
 			}
+			b.places.Done()
 		})
 	}, nil
+}
+
+// CloseUser ends every terminal of user userID: each client gets why (see
+// Refuse) and its socket closes, and the shells end with what they started.
+// It does not wait for them.
+func (b *Bridge) CloseUser(userID int64, why error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for t := range b.byUser[userID] {
+		t.end(why)
+	}
+}
+
+// Shutdown ends every terminal with ErrShuttingDown, refuses new ones, and
+// waits until each has ended and given its place back (its processes
+// killed), or ctx ends.
+func (b *Bridge) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closing == nil {
+		b.closing = ErrShuttingDown
+	}
+	for _, ts := range b.byUser {
+		for t := range ts {
+			t.end(b.closing)
+		}
+	}
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		b.places.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// register records a terminal as served; one that comes after Shutdown ends at once.
+func (b *Bridge) register(t *term) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byUser[t.owner.UserID] == nil {
+		b.byUser[t.owner.UserID] = map[*term]bool{}
+	}
+	b.byUser[t.owner.UserID][t] = true
+	if b.closing != nil {
+		t.end(b.closing)
+	}
+}
+
+func (b *Bridge) unregister(t *term) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if delete(b.byUser[t.owner.UserID], t); len(b.byUser[t.owner.UserID]) == 0 {
+		delete(b.byUser, t.owner.UserID)
+	}
+}
+
+// Owner is whose terminal it is.
+type Owner struct {
+	UserID int64
+	// Check tells whether the owner still may use the terminal, for changes
+	// CloseUser does not hear of (made by another process). It runs when the
+	// terminal starts and every PingInterval; an error ends the terminal with
+	// that reason. nil: never.
+	Check func(ctx context.Context) error
 }
 
 // control is a text frame.
@@ -116,6 +218,7 @@ type control struct {
 	Rows    uint   `json:"rows,omitempty"`
 	Code    *int   `json:"code,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	Status  int    `json:"status,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Seconds *int   `json:"seconds,omitempty"`
 }
@@ -124,182 +227,62 @@ type control struct {
 const MaxSize = 1000
 
 // Serve runs one terminal until the shell exits, the client leaves, the idle
-// limit passes or the sandbox ends. It closes both ends.
-func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container) {
+// limit passes, the sandbox ends, or the terminal is ended (CloseUser,
+// Shutdown, Owner.Check). It closes both ends; closing the session ends the
+// shell's processes, and Serve returns once that is done.
+func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container, owner Owner) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer sess.Close()
+	// Whatever ends the terminal closes the shell's stream, which also ends
+	// a write to the shell that waits.
+	context.AfterFunc(ctx, func() { sess.Close() })
 	conn.SetReadLimit(b.opt.MaxMessage)
-	t := &term{b: b, conn: conn, sess: sess, c: c, lastInput: b.opt.Now(), lastTouch: b.opt.Now()}
+	t := newTerm(b, conn, sess, c, owner)
+	b.register(t)
+	defer b.unregister(t)
 
-	done := make(chan struct{})
-	go func() { // engine → client
-		defer close(done)
-		t.pumpOutput(ctx)
-	}()
-	go t.keepAlive(ctx, cancel)
-	go t.watchDeadlines(ctx, cancel)
+	var wg sync.WaitGroup
+	wg.Go(func() { t.pumpOutput(ctx) }) // engine → client
+	wg.Go(func() { t.keepAlive(ctx, cancel) })
+	wg.Go(func() { t.watch(ctx, cancel) })
+	wg.Go(func() { t.applyResizes(ctx) })
 	t.pumpInput(ctx) // client → engine, until the client leaves or ctx ends
 	cancel()
 	sess.Close()
-	<-done
+	wg.Wait()
 }
 
-type term struct {
-	b    *Bridge
-	conn *websocket.Conn
-	sess sandbox.Session
-	c    *sandbox.Container
+// CloseCode is the close code of a terminal that ends with an error of the
+// given status: 4000 + status, in the range RFC 6455 leaves to applications.
+func CloseCode(status int) websocket.StatusCode { return websocket.StatusCode(4000 + status) }
 
-	mu        sync.Mutex // guards the fields below and serialises writes
-	lastInput time.Time
-	lastTouch time.Time
-	warned    string
-}
+// maxCloseReason is what a close frame holds of a reason, in bytes.
+const maxCloseReason = 123
 
-func (t *term) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// Refuse ends a terminal with an error a browser can read (it sees nothing of
+// a refused upgrade): a control message {"type":"error","detail":...,
+// "status":N}, then a close with code CloseCode(N) and the detail as the
+// reason, cut to what a close frame holds.
+func Refuse(ctx context.Context, conn *websocket.Conn, status int, detail string) {
+	defer conn.CloseNow()
+	msg, _ := json.Marshal(control{Type: "error", Detail: detail, Status: status})
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return t.conn.Write(wctx, typ, b)
-}
-
-func (t *term) sendControl(ctx context.Context, m control) error {
-	b, _ := json.Marshal(m)
-	return t.send(ctx, websocket.MessageText, b)
-}
-
-// pumpOutput copies the shell's output to the client; when the shell ends it
-// sends its exit code and closes the socket normally.
-func (t *term) pumpOutput(ctx context.Context) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := t.sess.Read(buf)
-		if n > 0 {
-			if werr := t.send(ctx, websocket.MessageBinary, buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return // the client left first
-			}
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			code, werr := t.sess.Wait(wctx)
-			cancel()
-			if werr != nil || !errors.Is(err, io.EOF) {
-				code = -1
-			}
-			t.sendControl(ctx, control{Type: "exit", Code: &code})
-			t.conn.Close(websocket.StatusNormalClosure, "shell exited")
-			return
-		}
+	if conn.Write(wctx, websocket.MessageText, msg) != nil {
+		return
 	}
+	conn.Close(CloseCode(status), closeReason(detail))
 }
 
-// pumpInput reads client frames: raw input for the shell, or control messages.
-func (t *term) pumpInput(ctx context.Context) {
-	for {
-		typ, data, err := t.conn.Read(ctx)
-		if err != nil {
-			return
-		}
-		now := t.b.opt.Now()
-		t.mu.Lock()
-		t.lastInput, t.warned = now, ""
-		touch := now.Sub(t.lastTouch) >= t.b.opt.TouchInterval
-		if touch {
-			t.lastTouch = now
-		}
-		t.mu.Unlock()
-		if touch {
-			if c, err := t.b.sandboxes.Touch(ctx, t.c.ID); err == nil {
-				t.mu.Lock()
-				t.c = c
-				t.mu.Unlock()
-			}
-		}
-		if typ == websocket.MessageBinary {
-			if _, err := t.sess.Write(data); err != nil {
-				return
-			}
-			continue
-		}
-		var m control
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.sendControl(ctx, control{Type: "error", Detail: "Text frames must be JSON control messages; send terminal input as binary frames"})
-			continue
-		}
-		switch m.Type {
-		case "resize":
-			if m.Cols < 1 || m.Rows < 1 || m.Cols > MaxSize || m.Rows > MaxSize {
-				t.sendControl(ctx, control{Type: "error", Detail: "resize needs cols and rows from 1 to 1000"})
-				continue
-			}
-			if err := t.sess.Resize(ctx, m.Cols, m.Rows); err != nil {
-				t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
-			}
-		default:
-			t.sendControl(ctx, control{Type: "error", Detail: "Unknown control message type " + m.Type})
-		}
+// closeReason cuts s to maxCloseReason bytes without splitting a character.
+func closeReason(s string) string {
+	if len(s) <= maxCloseReason {
+		return s
 	}
-}
-
-// keepAlive pings the client; a client that does not answer is gone.
-func (t *term) keepAlive(ctx context.Context, cancel context.CancelFunc) {
-	tick := time.NewTicker(t.b.opt.PingInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			pctx, pcancel := context.WithTimeout(ctx, t.b.opt.PingInterval)
-			err := t.conn.Ping(pctx)
-			pcancel()
-			if err != nil {
-				cancel()
-				return
-			}
-		}
+	cut := maxCloseReason - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
 	}
-}
-
-// watchDeadlines warns before the terminal's idle limit and before the
-// sandbox's own end (idle stop or lifetime), then closes at the idle limit.
-func (t *term) watchDeadlines(ctx context.Context, cancel context.CancelFunc) {
-	step := min(t.b.opt.WarnBefore/4, time.Second)
-	tick := time.NewTicker(max(step, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := t.b.opt.Now()
-		t.mu.Lock()
-		idleAt := t.lastInput.Add(t.b.opt.IdleTimeout)
-		endAt, reason := t.b.sandboxes.Deadline(t.c)
-		if idleAt.Before(endAt) {
-			endAt, reason = idleAt, "idle"
-		}
-		warned := t.warned
-		t.mu.Unlock()
-		left := endAt.Sub(now)
-		if !now.Before(idleAt) {
-			t.conn.Close(websocket.StatusNormalClosure, "idle")
-			cancel()
-			return
-		}
-		if left <= t.b.opt.WarnBefore && warned != reason {
-			secs := int(left.Round(time.Second).Seconds())
-			if t.sendControl(ctx, control{Type: "expiring", Reason: reason, Seconds: &secs}) == nil {
-				t.mu.Lock()
-				t.warned = reason
-				t.mu.Unlock()
-			}
-		}
-	}
+	return s[:cut] + "…"
 }

@@ -72,6 +72,7 @@ func (tc *termClient) readToEnd() {
 // terminal's size before the shell prints anything, on every engine (Docker
 // 20.10 speaks API 1.41, which has no initial exec size), without a resize.
 func TestTerminalOpensAtRequestedSize(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	for _, name := range []string{"BusyBox", "Debian"} {
 		t.Run(name, func(t *testing.T) {
@@ -130,6 +131,7 @@ func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) stri
 // everything started from it, in the background or in the foreground (on
 // Docker 20.10 they all lived on).
 func TestTerminalCloseEndsItsProcesses(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -152,10 +154,37 @@ func TestTerminalCloseEndsItsProcesses(t *testing.T) {
 	}
 }
 
+// TestTerminalCloseEndsSudoProcesses: what a learner starts under sudo has
+// root's environment without the terminal's mark; it belongs to the
+// terminal's session, and ends with it.
+func TestTerminalCloseEndsSudoProcesses(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, templateNamed(t, e, "Debian"))
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	tc.send("sudo sleep 1234 & sudo env -i /bin/sleep 1235 & echo started-$((40+2))\n")
+	tc.waitFor("started-42")
+	for i := 0; !strings.Contains(execOut(t, e, u.ID, c.ID, "ps -eo args"), "sleep 1235"); i++ {
+		if i == 300 {
+			t.Fatal("the sudo sleeps never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	waitTerminalsClosed(t, e)
+	if out := execOut(t, e, u.ID, c.ID, "ps -eo pid,args"); strings.Contains(out, "sleep 123") {
+		t.Fatalf("processes started under sudo survive the terminal:\n%s", out)
+	}
+}
+
 // TestTerminalCyclesKeepThePidLimit: opening and closing terminals, each
 // leaving a background process, never exhausts a sandbox's pid limit (it ran
 // out after a dozen cycles at this limit).
 func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	root := e.CreateUser("root", auth.RoleAdmin)
@@ -186,6 +215,7 @@ func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
 // ended with what it started in the background (BusyBox's timeout kills only
 // its child, and root cannot see a learner's processes' marks).
 func TestTimedOutScriptLeavesNothing(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -203,6 +233,7 @@ func TestTimedOutScriptLeavesNothing(t *testing.T) {
 // TestTerminalResizeFlood: thousands of resize messages at once leave the
 // terminal at the last size asked for, and the shell still answers.
 func TestTerminalResizeFlood(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -277,6 +308,7 @@ func expectEnded(t *testing.T, end ending, status int, detail string) {
 // once (no periodic check runs here), with the reason; their processes end;
 // other users' terminals go on.
 func TestTerminalsEndWhenAccessEnds(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		root := e.CreateUser("root", auth.RoleAdmin)
@@ -338,6 +370,7 @@ func waitTerminalsOfSandboxClosed(t *testing.T, e *apitest.Env, n int) {
 // not hear of (another replica, the command line) still ends the terminal, at
 // its next check.
 func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalPingInterval = 200 * time.Millisecond })
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -353,6 +386,7 @@ func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
 // TestShutdownEndsTerminals: stopping the server ends every terminal with a
 // reason and kills their processes before Serve returns.
 func TestShutdownEndsTerminals(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
@@ -406,6 +440,7 @@ func refusedTerminal(t *testing.T, e *apitest.Env, query string, header http.Hea
 // browser sees only 1006 when an upgrade is refused), and a plain HTTP
 // client as the same status; a plain request that passes every check is 426.
 func TestTerminalRefusalsReachBrowsers(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 1 })
 	owner := e.CreateUser("owner", auth.RoleStudent)
@@ -473,6 +508,7 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 // TestTerminalEarlyResizeWins: a resize sent as soon as the socket opens,
 // while the shell is still starting, is not undone by the initial size.
 func TestTerminalEarlyResizeWins(t *testing.T) {
+	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)

@@ -159,13 +159,32 @@ func newMark() mark {
 
 func (m mark) env() string { return markVar + "=" + string(m) }
 
-// reapScript kills every process carrying the mark $1 with one grep and no
-// fork per process, so it still runs in a sandbox near its pid limit. A few
-// rounds catch children forked while their parent was being killed.
-const reapScript = `for round in 1 2 3; do
-  found=
-  for f in $(grep -zlx "` + markVar + `=$1" /proc/[0-9]*/environ 2>/dev/null); do
-    p=${f#/proc/}; kill -9 "${p%/environ}" 2>/dev/null && found=1
+// reapScript kills every process carrying the mark $1, and every process in a
+// session led by a marked process: a terminal's shell leads its own session,
+// so what it started under `sudo` or `env -i` (an environment without the
+// mark) ends with it too. A check script's process leads no session, so for
+// scripts only the mark counts. It works with one grep and reads of
+// /proc/PID/stat by the shell itself, no fork per process, so it still runs in
+// a sandbox near its pid limit; a few rounds catch children forked while
+// their parent was being killed.
+const reapScript = `m=$1
+for round in 1 2 3; do
+  found= sids=
+  for f in $(grep -zlx "` + markVar + `=$m" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/environ}
+    if read -r st < "/proc/$p/stat" 2>/dev/null; then
+      set -- ${st##*) }
+      [ "$4" = "$p" ] && sids="$sids $p"
+    fi
+    kill -9 "$p" 2>/dev/null && found=1
+  done
+  for s in $sids; do
+    for f in /proc/[0-9]*/stat; do
+      read -r st < "$f" 2>/dev/null || continue
+      set -- ${st##*) }
+      [ "$4" = "$s" ] || continue
+      p=${f#/proc/}; kill -9 "${p%/stat}" 2>/dev/null && found=1
+    done
   done
   [ -z "$found" ] && break
 done; exit 0`

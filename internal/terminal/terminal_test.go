@@ -110,6 +110,7 @@ func serveFake(t *testing.T, shell *fakeShell) *websocket.Conn {
 // 5,000 more resize messages are read and merged into one engine call with
 // the last size; input sent after them waits for it, so it sees that size.
 func TestResizesAreCoalesced(t *testing.T) {
+	t.Parallel()
 	shell := newFakeShell()
 	conn := serveFake(t, shell)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only guards against a hung test
@@ -154,6 +155,7 @@ func TestResizesAreCoalesced(t *testing.T) {
 // whole in the error message and cut, on a character boundary, in the close
 // reason.
 func TestRefuseCutsTheCloseReason(t *testing.T) {
+	t.Parallel()
 	detail := strings.Repeat("é", 100) // 200 bytes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if conn, err := websocket.Accept(w, r, nil); err == nil {

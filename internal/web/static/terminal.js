@@ -19,10 +19,17 @@ const THEME = {
 
 const enc = new TextEncoder();
 
+// FINAL_CLOSES are the server's close codes (4000 + HTTP status) that no retry
+// can change: 401 (signed out, the password changed) and 403 (account
+// inactive, origin refused). Others may pass: a retry finds, starts or
+// creates the sandbox again (404, 409) or waits for capacity (503).
+const FINAL_CLOSES = new Set([4401, 4403]);
+
 /**
  * TerminalPanel renders into el. getSandbox() returns a running container
  * (creating or starting it as needed); it is called for every connection.
  */
+
 export class TerminalPanel {
   constructor(el, { getSandbox, title = "Terminal" }) {
     this.getSandbox = getSandbox;
@@ -146,6 +153,14 @@ export class TerminalPanel {
       }
       const err = this.lastError && Date.now() - this.lastError.at < 3000 ? this.lastError.detail : "";
       this.lastError = null;
+      if (FINAL_CLOSES.has(e.code)) {
+        // The server refused for good (signed out, account inactive):
+        // retrying would only repeat it.
+        this.exited = true;
+        this.hideWarning();
+        this.setState("exited", err || e.reason || "Closed by the server");
+        return;
+      }
       this.scheduleRetry(err || "Disconnected");
     };
   }

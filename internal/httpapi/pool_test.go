@@ -102,12 +102,10 @@ func TestWarmPool(t *testing.T) {
 		if err != nil || !res.OK() || res.Stdout != "learner\ntuxlab\n" {
 			t.Fatalf("shell in a handed-out sandbox: %+v %v", res, err)
 		}
-		tc, _, err := dialTerminal(t, e, c.ID, alice.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.send("echo warm-$((6*7))\n")
-		tc.waitFor("warm-42")
+		// Its first terminal takes the shell the pool started, at the size asked.
+		tc := dialSized(t, e, c.ID, alice.Token, 132, 43)
+		tc.send("stty size; echo warm-$((6*7))\n")
+		tc.waitFor("43 132\r\nwarm-42")
 		tc.conn.Close(1000, "")
 		// Now it counts: bob meets the host cap, alice her running quota.
 		e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: bob.Token,

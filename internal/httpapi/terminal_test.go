@@ -167,7 +167,12 @@ func TestTerminalCloseEndsSudoProcesses(t *testing.T) {
 	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
 	tc.send("sudo sleep 1234 & sudo env -i /bin/sleep 1235 & echo started-$((40+2))\n")
 	tc.waitFor("started-42")
-	for i := 0; !strings.Contains(execOut(t, e, u.ID, c.ID, "ps -eo args"), "sleep 1235"); i++ {
+	// Both sleeps themselves, not only their sudo, so the close does not race sudo's start.
+	started := func() bool {
+		out := execOut(t, e, u.ID, c.ID, "ps -eo args")
+		return regexp.MustCompile(`(?m)^sleep 1234$`).MatchString(out) && regexp.MustCompile(`(?m)^/bin/sleep 1235$`).MatchString(out)
+	}
+	for i := 0; !started(); i++ {
 		if i == 300 {
 			t.Fatal("the sudo sleeps never started")
 		}

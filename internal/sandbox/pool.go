@@ -35,11 +35,33 @@ const (
 	LabelPoolSince   = "org.tuxlab.pool-since"   // when it was made (RFC 3339)
 )
 
-// pooled is a ready container.
+// pooled is a ready container, with its first terminal's shell already
+// started when that worked (starting a shell is most of what opening a
+// terminal costs).
 type pooled struct {
 	engineID string
 	version  string
 	since    time.Time
+	shell    *terminalSession // nil: the first terminal starts its own
+}
+
+// discardShell ends a pooled container's shell stream, for a container that
+// is being removed anyway (nothing to reap).
+func (e pooled) discardShell() {
+	if e.shell != nil {
+		e.shell.Session.Close()
+	}
+}
+
+// unclaimedShellTTL is how long a handed-out sandbox's started shell waits
+// for its first terminal. A terminal opened on another replica starts its
+// own; this one is then ended with what it started.
+const unclaimedShellTTL = 2 * time.Minute
+
+// heldShell is a handed-out sandbox's started shell, until a terminal takes it.
+type heldShell struct {
+	shell *terminalSession
+	timer *time.Timer
 }
 
 // pool is the process's warm sandboxes per template id.
@@ -47,14 +69,16 @@ type pool struct {
 	owner string
 	wake  chan struct{}
 
-	mu    sync.Mutex
-	ready map[int64][]pooled
+	mu     sync.Mutex
+	ready  map[int64][]pooled
+	shells map[string]*heldShell // by engine id
 }
 
 func newPool() *pool {
 	b := make([]byte, 8)
 	rand.Read(b)
-	return &pool{owner: hex.EncodeToString(b), wake: make(chan struct{}, 1), ready: map[int64][]pooled{}}
+	return &pool{owner: hex.EncodeToString(b), wake: make(chan struct{}, 1), ready: map[int64][]pooled{},
+		shells: map[string]*heldShell{}}
 }
 
 // version identifies a template's settings: a pooled container made before
@@ -80,6 +104,33 @@ func (p *pool) take(t *Template) (pooled, bool) {
 	return pooled{}, false // stale entries are the filler's to remove
 }
 
+// holdShell keeps a handed-out sandbox's started shell for its first
+// terminal, and ends it if none comes within unclaimedShellTTL.
+func (p *pool) holdShell(engineID string, sh *terminalSession) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := &heldShell{shell: sh}
+	h.timer = time.AfterFunc(unclaimedShellTTL, func() {
+		if p.takeShell(engineID) == sh {
+			sh.Close()
+		}
+	})
+	p.shells[engineID] = h
+}
+
+// takeShell returns the started shell held for a sandbox, once, or nil.
+func (p *pool) takeShell(engineID string) *terminalSession {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.shells[engineID]
+	if h == nil {
+		return nil
+	}
+	delete(p.shells, engineID)
+	h.timer.Stop()
+	return h.shell
+}
+
 // poke wakes the filler without blocking.
 func (p *pool) poke() {
 	select {
@@ -102,10 +153,18 @@ func (s *Service) adoptPooled(ctx context.Context, rt Runtime, t *Template, c *C
 			return "", false, nil
 		}
 		if st, err := rt.Inspect(ctx, e.engineID); err != nil || !st.Running {
+			e.discardShell()
 			s.removeEngine(ctx, rt, e.engineID) // died in the pool: try the next
 			continue
 		}
-		return e.engineID, true, s.markRunning(ctx, c, e.engineID)
+		if err := s.markRunning(ctx, c, e.engineID); err != nil {
+			e.discardShell() // the caller removes the container
+			return e.engineID, true, err
+		}
+		if e.shell != nil {
+			s.pool.holdShell(e.engineID, e.shell)
+		}
+		return e.engineID, true, nil
 	}
 }
 
@@ -184,14 +243,14 @@ func (p *pool) count(templateID int64) int {
 // stopped being poolable, and those past PoolMaxAge.
 func (s *Service) dropStale(ctx context.Context, rt Runtime, current map[int64]*Template) {
 	now := s.now()
-	var drop []string
+	var drop []pooled
 	s.pool.mu.Lock()
 	for id, list := range s.pool.ready {
 		keep := list[:0]
 		for _, e := range list {
 			t := current[id]
 			if t == nil || e.version != templateVersion(t) || now.Sub(e.since) >= s.opt.PoolMaxAge {
-				drop = append(drop, e.engineID)
+				drop = append(drop, e)
 				continue
 			}
 			keep = append(keep, e)
@@ -199,8 +258,9 @@ func (s *Service) dropStale(ctx context.Context, rt Runtime, current map[int64]*
 		s.pool.ready[id] = keep
 	}
 	s.pool.mu.Unlock()
-	for _, id := range drop {
-		s.removeEngine(ctx, rt, id)
+	for _, e := range drop {
+		e.discardShell()
+		s.removeEngine(ctx, rt, e.engineID)
 	}
 }
 
@@ -225,29 +285,49 @@ func (s *Service) addPooled(ctx context.Context, rt Runtime, t *Template) error 
 		s.removeEngine(ctx, rt, id)
 		return err
 	}
+	e := pooled{engineID: id, version: templateVersion(t), since: now}
+	// The first terminal's shell, at the default size: the terminal resizes it.
+	sh, err := s.openShell(ctx, rt, t, &Container{EngineID: id}, 80, 24)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = sh.awaitSized(wctx)
+		cancel()
+		if err != nil {
+			sh.Session.Close() // the container goes with the pool entry
+		}
+	}
+	if err == nil {
+		e.shell = sh
+	} else {
+		s.opt.Log.Warn("warm pool: could not start a shell ahead; the first terminal will", "engine_id", id, "error", err.Error())
+	}
 	s.pool.mu.Lock()
-	s.pool.ready[t.ID] = append(s.pool.ready[t.ID], pooled{engineID: id, version: templateVersion(t), since: now})
+	s.pool.ready[t.ID] = append(s.pool.ready[t.ID], e)
 	s.pool.mu.Unlock()
 	return nil
 }
 
-// drainPool removes every container in this process's pool.
+// drainPool removes every container in this process's pool, and ends the
+// started shells no terminal has taken yet (with what they started: those
+// sandboxes are learners' now).
 func (s *Service) drainPool(ctx context.Context) {
 	rt, err := s.rt()
 	if err != nil {
 		return
 	}
 	s.pool.mu.Lock()
-	var ids []string
-	for _, list := range s.pool.ready {
-		for _, e := range list {
-			ids = append(ids, e.engineID)
-		}
-	}
-	s.pool.ready = map[int64][]pooled{}
+	ready, held := s.pool.ready, s.pool.shells
+	s.pool.ready, s.pool.shells = map[int64][]pooled{}, map[string]*heldShell{}
 	s.pool.mu.Unlock()
-	for _, id := range ids {
-		s.removeEngine(ctx, rt, id)
+	for _, h := range held {
+		h.timer.Stop()
+		h.shell.Close()
+	}
+	for _, list := range ready {
+		for _, e := range list {
+			e.discardShell()
+			s.removeEngine(ctx, rt, e.engineID)
+		}
 	}
 }
 

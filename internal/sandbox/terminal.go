@@ -26,24 +26,35 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	if err != nil {
 		return nil, nil, err
 	}
-	m := newMark()
-	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
-		// A login program would set USER and LOGNAME; the engine sets only HOME.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env()}})
-	if err != nil {
+	// A sandbox from the warm pool comes with its first shell started.
+	ts := s.pool.takeShell(c.EngineID)
+	if ts != nil {
+		ts.Resize(ctx, cols, rows) // held until its wrapper has set the initial size
+	} else if ts, err = s.openShell(ctx, rt, t, c, cols, rows); err != nil {
 		return nil, nil, err
 	}
-	// Docker 20.10 leaves an exec running when its stream closes, with
-	// everything it started: the pid limit would run out after some dozens
-	// of terminals. reap ends them on every engine.
-	ctx = context.WithoutCancel(ctx)
-	ts := &terminalSession{Session: sess, ctx: ctx, end: func() { s.reap(ctx, rt, t, c, m) }, ready: make(chan struct{})}
 	c, err = s.Touch(ctx, c.ID)
 	if err != nil {
 		ts.Close()
 		return nil, nil, err
 	}
 	return ts, c, nil
+}
+
+// openShell starts t's shell with a TTY of cols × rows in container c.
+func (s *Service) openShell(ctx context.Context, rt Runtime, t *Template, c *Container, cols, rows uint) (*terminalSession, error) {
+	m := newMark()
+	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
+		// A login program would set USER and LOGNAME; the engine sets only HOME.
+		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env()}})
+	if err != nil {
+		return nil, err
+	}
+	// Docker 20.10 leaves an exec running when its stream closes, with
+	// everything it started: the pid limit would run out after some dozens
+	// of terminals. reap ends them on every engine.
+	ctx = context.WithoutCancel(ctx)
+	return &terminalSession{Session: sess, ctx: ctx, end: func() { s.reap(ctx, rt, t, c, m) }, ready: make(chan struct{})}, nil
 }
 
 // sizeWrapper sets the terminal's size ($1 columns, $2 rows), says so with
@@ -113,6 +124,32 @@ func (t *terminalSession) Read(p []byte) (int, error) {
 	n := copy(p, t.out)
 	t.out = t.out[n:]
 	return n, nil
+}
+
+// awaitSized reads the shell's output until the wrapper has set the size,
+// keeping what it read for the first Read; ctx ending closes the stream. The
+// warm pool uses it so that a shell it started has finished starting (the
+// engine holds the container while an exec starts) before it is handed out.
+func (t *terminalSession) awaitSized(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { t.Session.Close() })
+	defer stop()
+	buf := make([]byte, 4096)
+	for !t.scan.found {
+		if t.readErr != nil {
+			return t.readErr
+		}
+		n, err := t.Session.Read(buf)
+		out, found := t.scan.feed(buf[:n])
+		t.out = append(t.out, out...)
+		if found {
+			t.sizeSet()
+		}
+		if err != nil {
+			t.out, t.readErr = append(t.out, t.scan.flush()...), err
+			t.markReady()
+		}
+	}
+	return nil
 }
 
 // Write types p into the shell once the wrapper has set the size.

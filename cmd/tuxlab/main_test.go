@@ -364,3 +364,45 @@ func TestContentImportExportLabsAndExams(t *testing.T) {
 		})
 	}
 }
+
+// TestDebugListener checks that TUXLAB_DEBUG_ADDR serves the profiles on its
+// own address and that the API address never does.
+func TestDebugListener(t *testing.T) {
+	env := testEnv(t, store.SQLite)
+	env["TUXLAB_DEBUG_ADDR"] = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	logR, logW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
+		logW.Close()
+	}()
+	sc := bufio.NewScanner(logR)
+	debugAddr := waitForLog(t, sc, "serving profiles").Addr
+	addr := waitForLog(t, sc, "serving").Addr
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	for _, c := range []struct {
+		url    string
+		status int
+	}{
+		{"http://" + debugAddr + "/debug/pprof/", http.StatusOK},
+		{"http://" + debugAddr + "/debug/pprof/heap?debug=1", http.StatusOK},
+		{"http://" + addr + "/debug/pprof/", http.StatusNotFound},
+	} {
+		resp, err := http.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("GET %s: %d, want %d", c.url, resp.StatusCode, c.status)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+}

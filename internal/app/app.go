@@ -293,10 +293,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 		ErrorLog:       slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	defer stopBackground()
+	if a.Config.DebugAddr != "" {
+		if err := a.serveDebug(bgCtx, a.Config.DebugAddr); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	go a.Background(bgCtx)
 	a.Log.Info("serving", "addr", ln.Addr().String(), "version", Version)
 	select {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -47,6 +48,9 @@ type Config struct {
 	CORSOrigins []string      // TUXLAB_CORS_ORIGINS: comma-separated allowed origins
 	DockerHost  string        // DOCKER_HOST: container engine address, empty for the default socket
 	LogLevel    slog.Level    // TUXLAB_LOG_LEVEL: debug, info, warn, error
+	// DebugAddr, when set, serves net/http/pprof on that loopback address
+	// (TUXLAB_DEBUG_ADDR); unset, no profiling endpoint exists.
+	DebugAddr string
 
 	// Limits. Each has an environment variable so an operator can tune it.
 	MaxBodyBytes       int64 // TUXLAB_MAX_BODY_BYTES: JSON request bodies
@@ -174,6 +178,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
 	c.MetricsToken = Secret(getenv("TUXLAB_METRICS_TOKEN"))
+	if c.DebugAddr = getenv("TUXLAB_DEBUG_ADDR"); c.DebugAddr != "" && !isLoopback(c.DebugAddr) {
+		env.fail(fmt.Errorf("TUXLAB_DEBUG_ADDR must be a loopback address such as 127.0.0.1:6060, not %q: profiles show memory and code paths", c.DebugAddr))
+	}
 	for _, p := range strings.Split(getenv("TUXLAB_TRUSTED_PROXIES"), ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
@@ -220,6 +227,19 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, errors.Join(env.errs...)
+}
+
+// isLoopback reports whether addr is HOST:PORT with a loopback host.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // IsPostgresURL reports whether url selects PostgreSQL.
@@ -278,6 +298,7 @@ func (c Config) LogAttrs() []any {
 	return []any{
 		"env", c.Env, "addr", c.Addr, "data_dir", c.DataDir, "database", db,
 		"secret_key", c.SecretKey, "token_ttl", c.TokenTTL.String(), "cors_origins", c.CORSOrigins,
+		"debug_addr", c.DebugAddr,
 	}
 }
 

@@ -100,3 +100,18 @@ func TestSecretsFromFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestDebugAddrLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:6060": true, "[::1]:6060": true, "localhost:6060": true,
+		"0.0.0.0:6060": false, ":6060": false, "10.1.2.3:6060": false, "127.0.0.1": false,
+	} {
+		c, err := Load(env(map[string]string{"TUXLAB_DEBUG_ADDR": addr}))
+		if (err == nil) != ok {
+			t.Errorf("%q: accepted %v, want %v (%v)", addr, err == nil, ok, err)
+		}
+		if ok && c.DebugAddr != addr {
+			t.Errorf("%q: DebugAddr %q", addr, c.DebugAddr)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func setup(ctx context.Context, getenv func(string) string, std stdio) (config.C
 	if err != nil {
 		return cfg, nil, nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(std.err, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := app.NewLogger(std.err, cfg.LogLevel)
 	if err := cfg.EnsureSecret(); err != nil {
 		return cfg, log, nil, err
 	}

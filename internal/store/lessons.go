@@ -118,7 +118,7 @@ func (s *DB) FindThemeContent(ctx context.Context, themeID int64) (*lesson.Conte
 
 // FindCompletions returns a user's completed themes and when.
 func (s *DB) FindCompletions(ctx context.Context, userID int64) (map[int64]time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT theme_id, completed_at FROM theme_completions WHERE user_id = $1`, userID)
+	rows, err := s.queryPrepared(ctx, `SELECT theme_id, completed_at FROM theme_completions WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, err
 	}

@@ -77,9 +77,11 @@ func userTaken(ctx context.Context, q querier, username, email string) error {
 	return nil
 }
 
+const userByID = `SELECT ` + userColumns + ` FROM users WHERE id = $1`
+
 // FindUserByID returns the user with id, or auth.ErrUserNotFound.
 func (s *DB) FindUserByID(ctx context.Context, id int64) (*auth.User, error) {
-	return scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	return scanUser(s.queryRowPrepared(ctx, userByID, id))
 }
 
 // FindUserByUsername returns the user with username in any case, or auth.ErrUserNotFound.

@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// TestParseRefuses walks the ways a token can be wrong and checks that Parse
+// refuses each, while the jwt package's own tokens (any header spelling of
+// HS256) verify.
+func TestParseRefuses(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	tk := NewTokens(key, time.Hour, func() time.Time { return now })
+	good, err := tk.Issue(&User{ID: 7, Username: "kim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := jwt.MapClaims{"sub": "7", "username": "kim", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	sign := func(m jwt.SigningMethod, k any, c jwt.MapClaims, header map[string]any) string {
+		tok := jwt.NewWithClaims(m, c)
+		for name, v := range header {
+			tok.Header[name] = v
+		}
+		s, err := tok.SignedString(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	with := func(edit func(c jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{}
+		for k, v := range claims {
+			c[k] = v
+		}
+		edit(c)
+		return c
+	}
+	header, payload, sig := split3(good)
+	_, _, otherSig := split3(sign(jwt.SigningMethodHS256, []byte("another-key-another-key-another-k"), claims, nil))
+	b64 := base64.RawURLEncoding.EncodeToString
+
+	for _, tok := range []string{
+		good,
+		sign(jwt.SigningMethodHS256, key, claims, nil),
+		sign(jwt.SigningMethodHS256, key, claims, map[string]any{"typ": nil}),   // no typ
+		sign(jwt.SigningMethodHS256, key, claims, map[string]any{"kid": "one"}), // another header
+	} {
+		if c, err := tk.Parse(tok); err != nil || c.Subject != "7" || c.Username != "kim" {
+			t.Errorf("valid %q: %+v, %v", tok, c, err)
+		}
+	}
+
+	for name, tok := range map[string]string{
+		"empty":              "",
+		"one segment":        header,
+		"two segments":       header + "." + payload,
+		"four segments":      good + ".x",
+		"signature of other": header + "." + payload + "." + otherSig,
+		"payload changed":    header + "." + b64([]byte(`{"sub":"1","username":"kim","iat":1,"exp":9999999999}`)) + "." + sig,
+		"signature cut":      header + "." + payload + "." + sig[:len(sig)-1],
+		"signature padded":   good + "=",
+		"signature bits":     header + "." + payload + "." + sig[:len(sig)-1] + flipLowBits(sig[len(sig)-1]),
+		"alg none":           sign(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims, nil),
+		"HS384":              sign(jwt.SigningMethodHS384, key, claims, nil),
+		"HS512":              sign(jwt.SigningMethodHS512, key, claims, nil),
+		"header says HS512":  b64([]byte(`{"alg":"HS512","typ":"JWT"}`)) + "." + payload + "." + sig,
+		"crit header":        sign(jwt.SigningMethodHS256, key, claims, map[string]any{"crit": []string{"exp"}}),
+		"header not JSON":    b64([]byte(`alg=HS256`)) + "." + payload + "." + sig,
+		"expired":            sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { c["exp"] = now.Unix() }), nil),
+		"no expiry":          sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { delete(c, "exp") }), nil),
+		"expiry a string":    sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { c["exp"] = "9999999999" }), nil),
+		"subject a number":   sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { c["sub"] = 7 }), nil),
+		"subject not an id":  sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { c["sub"] = "kim" }), nil),
+		"no username":        sign(jwt.SigningMethodHS256, key, with(func(c jwt.MapClaims) { delete(c, "username") }), nil),
+		"payload not JSON":   signRaw(t, key, header, b64([]byte(`not json`))),
+	} {
+		if c, err := tk.Parse(tok); err == nil {
+			t.Errorf("%s: accepted, claims %+v", name, c)
+		}
+	}
+}
+
+// split3 returns a token's three segments.
+func split3(tok string) (header, payload, sig string) {
+	parts := strings.SplitN(tok, ".", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "")
+	}
+	return parts[0], parts[1], parts[2]
+}
+
+// flipLowBits returns the base64url digit c with its two lowest bits changed:
+// in the last digit of a 32-byte signature those bits carry nothing.
+func flipLowBits(c byte) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, c)
+	return string(alphabet[i^1])
+}
+
+// signRaw signs header.payload with HS256, whatever the payload holds.
+func signRaw(t *testing.T, key []byte, header, payload string) string {
+	sig, err := jwt.SigningMethodHS256.Sign(header+"."+payload, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return header + "." + payload + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// BenchmarkParse measures the check every authenticated request makes.
+func BenchmarkParse(b *testing.B) {
+	tk := NewTokens([]byte("0123456789abcdef0123456789abcdef"), time.Hour, nil)
+	tok, err := tk.Issue(&User{ID: 7, Username: "kim"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tk.Parse(tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

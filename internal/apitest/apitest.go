@@ -87,6 +87,24 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return start(t, eng, cfg)
+}
+
+// Replica starts a second tuxlab on e's database, as another replica of the
+// same install would run: its own process state (caches, rate limits) and
+// server, the same rows and secret. opts adjust its configuration.
+func (e *Env) Replica(opts ...Option) *Env {
+	e.T.Helper()
+	cfg := e.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return start(e.T, e.Engine, cfg)
+}
+
+// start runs tuxlab with cfg, migrating its database, until t ends.
+func start(t testing.TB, eng store.Engine, cfg config.Config) *Env {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("TUXLAB_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -51,7 +51,8 @@ type App struct {
 	Server    *httpapi.Server
 }
 
-// Open connects to the database and applies pending migrations.
+// Open connects to the database, applies pending migrations and, on
+// PostgreSQL, listens for changes to users made by other processes.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.SQLitePath())
 	if err != nil {
@@ -61,6 +62,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, 
 		db.Close()
 		return nil, err
 	}
+	db.ListenUsers(ctx, cfg.DatabaseURL, log)
 	return db, nil
 }
 

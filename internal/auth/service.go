@@ -207,8 +207,9 @@ func (s *Service) Login(ctx context.Context, client, username, password string) 
 }
 
 // Authenticate runs the contract's per-request checks 1 to 4 on a bearer token
-// and returns the current user, read fresh from the store so role and status
-// changes apply at once.
+// and returns the current user (without its password hash), as the store has
+// it now, so role and status changes apply at once (see
+// UserStore.FindUserForRequest).
 func (s *Service) Authenticate(ctx context.Context, token string) (*User, error) {
 	if token == "" {
 		return nil, ErrNotAuthenticated
@@ -237,7 +238,7 @@ func (s *Service) StillAllowed(ctx context.Context, token string) (*User, error)
 // and the account active.
 func (s *Service) userOf(ctx context.Context, c Claims) (*User, error) {
 	id, _ := c.UserID()
-	u, err := s.users.FindUserByID(ctx, id)
+	u, err := s.users.FindUserForRequest(ctx, id)
 	if errs.Is(err, errs.NotFound) {
 		return nil, ErrTokenUserGone
 	}

@@ -81,6 +81,11 @@ type UserChange func(u *User, activeAdmins int) error
 type UserStore interface {
 	CreateUser(ctx context.Context, u *User) error
 	FindUserByID(ctx context.Context, id int64) (*User, error)
+	// FindUserForRequest returns user id for the identity check of a
+	// request, without its password hash. It may answer from a cache, which
+	// must show every change made through any store on the same database to
+	// the next request, or within a bound the store documents.
+	FindUserForRequest(ctx context.Context, id int64) (*User, error)
 	FindUserByUsername(ctx context.Context, username string) (*User, error)
 	FindUsers(ctx context.Context, f UserFilter) (users []*User, total int, err error)
 	UpdateUser(ctx context.Context, id int64, change UserChange) (*User, error)

@@ -47,7 +47,7 @@ func (s *ProfileStore) FindProfile(ctx context.Context, id int64) (*profile.Prof
 // concurrent twin.
 func (s *ProfileStore) UpdateProfile(ctx context.Context, id int64, change func(p *profile.Profile) error) (*profile.Profile, error) {
 	var out *profile.Profile
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inUserTx(ctx, id, func(tx *sql.Tx) error {
 		p, err := scanProfile(tx.QueryRowContext(ctx, `SELECT `+profileColumns+` FROM users WHERE id = $1`+s.dialect.ForUpdate, id))
 		if err != nil {
 			return err

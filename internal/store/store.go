@@ -43,7 +43,10 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	stmts   sync.Map // query text → *sql.Stmt, see stmt
-	// Now stamps rows; tests may pin it.
+	users   *userCache
+	// stopListening ends ListenUsers and waits for it; nil when it never ran.
+	stopListening func()
+	// Now stamps rows and ages cached users; tests may pin it.
 	Now func() time.Time
 }
 
@@ -81,7 +84,9 @@ func Open(ctx context.Context, dsn, sqlitePath string) (*DB, error) {
 		db.SetMaxIdleConns(8)
 		d = Dialect{Engine: SQLite}
 	}
-	s := &DB{db: db, dialect: d, Now: time.Now}
+	// A PostgreSQL store caches users only while ListenUsers hears about
+	// changes made by other processes.
+	s := &DB{db: db, dialect: d, users: newUserCache(d.Engine == SQLite), Now: time.Now}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -93,8 +98,12 @@ func Open(ctx context.Context, dsn, sqlitePath string) (*DB, error) {
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
-// Close closes the prepared statements and the pool.
+// Close stops listening for user changes and closes the prepared
+// statements and the pool.
 func (s *DB) Close() error {
+	if s.stopListening != nil {
+		s.stopListening()
+	}
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true

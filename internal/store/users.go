@@ -84,6 +84,31 @@ func (s *DB) FindUserByID(ctx context.Context, id int64) (*auth.User, error) {
 	return scanUser(s.queryRowPrepared(ctx, userByID, id))
 }
 
+// userForRequest reads a user without the password hash, which the
+// per-request check never needs and the cache had better not keep.
+const userForRequest = `SELECT id, username, email, '' AS password_hash, role, is_active, password_changed_at,
+	created_at, updated_at, tokens_revoked_at FROM users WHERE id = $1`
+
+// FindUserForRequest returns user id without its password hash, for the
+// identity check every authenticated request makes, or auth.ErrUserNotFound.
+// It reuses a row it read less than UserCacheTTL ago unless the row was
+// dropped since: every change through a store drops it in that store's
+// process once the change's transaction has ended, and on PostgreSQL in
+// every process listening (ListenUsers) when it commits.
+func (s *DB) FindUserForRequest(ctx context.Context, id int64) (*auth.User, error) {
+	now := s.Now()
+	u, gen := s.users.get(id, now)
+	if u != nil {
+		return u, nil
+	}
+	u, err := scanUser(s.queryRowPrepared(ctx, userForRequest, id))
+	if err != nil {
+		return nil, err
+	}
+	s.users.put(u, gen, now)
+	return u, nil
+}
+
 // FindUserByUsername returns the user with username in any case, or auth.ErrUserNotFound.
 func (s *DB) FindUserByUsername(ctx context.Context, username string) (*auth.User, error) {
 	return scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE lower(username) = lower($1)`, username))
@@ -139,7 +164,7 @@ func (s *DB) lockUserAndCountAdmins(ctx context.Context, tx *sql.Tx, id int64) (
 // UpdateUser applies change to user id in one transaction and stores the result.
 func (s *DB) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (*auth.User, error) {
 	var out *auth.User
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inUserTx(ctx, id, func(tx *sql.Tx) error {
 		u, admins, err := s.lockUserAndCountAdmins(ctx, tx, id)
 		if err != nil {
 			return err
@@ -162,7 +187,7 @@ func (s *DB) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (
 
 // DeleteUser removes user id if check allows it.
 func (s *DB) DeleteUser(ctx context.Context, id int64, check auth.UserChange) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inUserTx(ctx, id, func(tx *sql.Tx) error {
 		u, admins, err := s.lockUserAndCountAdmins(ctx, tx, id)
 		if err != nil {
 			return err

@@ -93,7 +93,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, std s
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, log, a, err := setup(ctx, getenv, std)
+	// The server logs every request: its lines are written in batches, and
+	// whatever is left when serve returns is written before.
+	logs := app.NewLogWriter(std.err)
+	defer logs.Flush()
+	cfg, log, a, err := setup(ctx, getenv, stdio{in: std.in, out: std.out, err: logs})
 	if err != nil {
 		return err
 	}

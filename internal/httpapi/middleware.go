@@ -140,16 +140,29 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			s.metrics.requests.WithLabelValues(r.Method, route, status).Inc()
 			s.metrics.duration.WithLabelValues(r.Method, route, status).Observe(elapsed.Seconds())
-			// The query string is never logged: admin routes carry passwords there,
-			// and the terminal carries its token there.
-			s.log.LogAttrs(r.Context(), s.accessLogLevel, "request",
-				slog.String("request_id", id),
-				slog.Group("request", "method", r.Method, "path", r.URL.Path, "route", route, "remote", s.clientIP(r)),
-				slog.Group("response", "status", rw.status, "bytes", rw.bytes, "duration_ms", float64(elapsed.Microseconds())/1000),
-			)
+			s.logRequest(r, id, route, rw, elapsed)
 		}()
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// logRequest writes the access log line of a request. The query string is
+// never logged: admin routes carry passwords there, and the terminal carries
+// its token there.
+func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWriter, elapsed time.Duration) {
+	ctx := r.Context()
+	if !s.log.Enabled(ctx, s.accessLogLevel) {
+		return
+	}
+	s.log.LogAttrs(ctx, s.accessLogLevel, "request",
+		slog.String("request_id", id),
+		slog.Attr{Key: "request", Value: slog.GroupValue(
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", route), slog.String("remote", s.clientIP(r)))},
+		slog.Attr{Key: "response", Value: slog.GroupValue(
+			slog.Int("status", rw.status), slog.Int64("bytes", rw.bytes),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))},
+	)
 }
 
 // cors answers preflights and marks responses for allowed origins.

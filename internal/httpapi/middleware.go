@@ -16,23 +16,34 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"tuxlab/internal/auth"
 	"tuxlab/internal/profile"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type ctxKey int
+// ctxKey carries a request's *requestState in its context.
+type ctxKey struct{}
 
-const (
-	ctxRequestID ctxKey = iota
-	ctxUser
-)
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxRequestID).(string)
-	return id
+// requestState is what the middleware learns about a request and passes
+// down: set once per request, so the request is copied for its context once.
+type requestState struct {
+	id   string     // the request id, sent back in X-Request-ID and logged
+	user *auth.User // the authenticated caller, set by wrap on non-public routes
 }
+
+// stateOf returns the state of the request ctx belongs to (empty outside one).
+func stateOf(ctx context.Context) *requestState {
+	if st, ok := ctx.Value(ctxKey{}).(*requestState); ok {
+		return st
+	}
+	return &requestState{}
+}
+
+func requestID(ctx context.Context) string { return stateOf(ctx).id }
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
@@ -92,6 +103,20 @@ func (w *responseWriter) Flush() {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	series   sync.Map // seriesKey → *series
+}
+
+// seriesKey names the time series a request counts in.
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+// series are the collectors of one seriesKey, looked up once: the vectors
+// hash and lock on every WithLabelValues.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -110,6 +135,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// observe counts one request and its duration in its series.
+func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
+	key := seriesKey{method, route, status}
+	v, ok := m.series.Load(key)
+	if !ok {
+		code := strconv.Itoa(status)
+		v, _ = m.series.LoadOrStore(key, &series{
+			requests: m.requests.WithLabelValues(method, route, code),
+			duration: m.duration.WithLabelValues(method, route, code),
+		})
+	}
+	ser := v.(*series)
+	ser.requests.Inc()
+	ser.duration.Observe(elapsed.Seconds())
+}
+
 // observe wraps the whole stack: request id, panic recovery, access log, metrics.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +160,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-ID", id)
-		r = r.WithContext(context.WithValue(r.Context(), ctxRequestID, id))
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &requestState{id: id}))
 		rw := &responseWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -136,10 +177,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route == "" {
 				route = "unmatched"
 			}
-			status := strconv.Itoa(rw.status)
 			elapsed := time.Since(start)
-			s.metrics.requests.WithLabelValues(r.Method, route, status).Inc()
-			s.metrics.duration.WithLabelValues(r.Method, route, status).Observe(elapsed.Seconds())
+			s.metrics.observe(r.Method, route, rw.status, elapsed)
 			s.logRequest(r, id, route, rw, elapsed)
 		}()
 		next.ServeHTTP(rw, r)
@@ -148,13 +187,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 
 // logRequest writes the access log line of a request. The query string is
 // never logged: admin routes carry passwords there, and the terminal carries
-// its token there.
+// its token there. The record is handed to the handler directly, as
+// Logger.LogAttrs would, less the call stack walk that finds the caller: the
+// access line's source is always this function.
 func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWriter, elapsed time.Duration) {
 	ctx := r.Context()
-	if !s.log.Enabled(ctx, s.accessLogLevel) {
+	h := s.log.Handler()
+	if !h.Enabled(ctx, s.accessLogLevel) {
 		return
 	}
-	s.log.LogAttrs(ctx, s.accessLogLevel, "request",
+	rec := slog.NewRecord(time.Now(), s.accessLogLevel, "request", 0)
+	rec.AddAttrs(
 		slog.String("request_id", id),
 		slog.Attr{Key: "request", Value: slog.GroupValue(
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
@@ -163,6 +206,7 @@ func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWrite
 			slog.Int("status", rw.status), slog.Int64("bytes", rw.bytes),
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))},
 	)
+	h.Handle(ctx, rec)
 }
 
 // cors answers preflights and marks responses for allowed origins.

@@ -129,7 +129,12 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(w, r, auth.ErrAdminRequired)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), ctxUser, u))
+			st, ok := r.Context().Value(ctxKey{}).(*requestState)
+			if !ok { // served without observe, as some tests do
+				st = &requestState{}
+				r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
+			}
+			st.user = u
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)
@@ -148,6 +153,5 @@ func bearerToken(r *http.Request) string {
 
 // currentUser is the authenticated caller; wrap guarantees it on non-public routes.
 func currentUser(r *http.Request) *auth.User {
-	u, _ := r.Context().Value(ctxUser).(*auth.User)
-	return u
+	return stateOf(r.Context()).user
 }

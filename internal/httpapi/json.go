@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"tuxlab/internal/errs"
@@ -18,8 +19,9 @@ import (
 // writeJSON encodes v fully before writing, so an encoding error never leaves
 // half a body behind.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"detail":"` + internalDetail + `"}` + "\n")
@@ -28,6 +30,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// jsonBuffers keeps response buffers between requests: a body grown from
+// nothing reallocates a few times on its way to its size.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putJSONBuffer returns buf to the pool, unless one large body made it too
+// big to keep.
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 256<<10 {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 // decodeJSON reads a JSON object body into dst. Unknown fields are ignored;
@@ -235,9 +251,13 @@ func (q *query) err() error { return q.fields.Err() }
 // timestamp formats times as the contract's UTC YYYY-MM-DDTHH:MM:SSZ.
 type timestamp time.Time
 
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05Z") + `"`), nil
+// MarshalText implements encoding.TextMarshaler, which encoding/json
+// quotes; a MarshalJSON result would be parsed again to check it.
+func (t timestamp) MarshalText() ([]byte, error) {
+	return time.Time(t).UTC().AppendFormat(make([]byte, 0, len(timestampLayout)), timestampLayout), nil
 }
+
+const timestampLayout = "2006-01-02T15:04:05Z"
 
 // optID returns an id parameter, or nil when absent; 0 clears a reference.
 func (q *query) optID(name string) *int64 {

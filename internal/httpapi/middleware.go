@@ -285,6 +285,9 @@ func (s *Server) clientIP(r *http.Request) string {
 
 // trusted reports whether addr is one of the configured proxies.
 func (s *Server) trusted(addr string) bool {
+	if len(s.trustedProxies) == 0 {
+		return false
+	}
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return false

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// NewLogger returns the server's logger: JSON lines on w at level and above.
+// NewLogger returns the server's logger: JSON lines on w at level and above,
+// in slog.JSONHandler's format.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(newJSONHandler(w, level))
 }
 
 // Log lines wait in a LogWriter at most LogFlushDelay, and at most

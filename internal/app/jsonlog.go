@@ -1,0 +1,157 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// jsonHandler is slog.JSONHandler with a fast path for plain records, which
+// are most of what the server logs, its access line first of all: a record
+// whose strings need no escaping and whose values are strings, numbers,
+// booleans, durations or groups of them is written by appendRecord, in
+// exactly the bytes slog.JSONHandler would write (TestFastLogLinesMatchSlog,
+// FuzzFastLogLines). Anything else, and every handler derived with WithAttrs
+// or WithGroup, is slog.JSONHandler's. The access line cost a request about
+// as much as the rest of its handling; written here it costs a fraction.
+type jsonHandler struct {
+	*slog.JSONHandler
+	out *lockedWriter // shared with the JSONHandler, so lines never interleave
+}
+
+func newJSONHandler(w io.Writer, level slog.Level) *jsonHandler {
+	out := &lockedWriter{w: w}
+	return &jsonHandler{JSONHandler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}), out: out}
+}
+
+// Handle writes r, through the fast path when r is plain.
+func (h *jsonHandler) Handle(ctx context.Context, r slog.Record) error {
+	bp := lineBuffers.Get().(*[]byte)
+	line, ok := appendRecord((*bp)[:0], r)
+	if ok {
+		_, err := h.out.Write(line)
+		if cap(line) <= 64<<10 {
+			*bp = line[:0]
+			lineBuffers.Put(bp)
+		}
+		return err
+	}
+	lineBuffers.Put(bp)
+	return h.JSONHandler.Handle(ctx, r)
+}
+
+// lineBuffers keeps the fast path's line buffers between records.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// appendRecord appends r as slog.JSONHandler writes it, with a newline, and
+// reports whether r was plain enough to do so here.
+func appendRecord(b []byte, r slog.Record) ([]byte, bool) {
+	b = append(b, '{')
+	if !r.Time.IsZero() {
+		if y := r.Time.Year(); y < 0 || y > 9999 {
+			return b, false
+		}
+		b = append(b, `"time":"`...)
+		b = r.Time.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":"`...)
+	b = append(b, r.Level.String()...)
+	b = append(b, `","msg":`...)
+	if !plain(r.Message) {
+		return b, false
+	}
+	b = appendString(b, r.Message)
+	ok := true
+	r.Attrs(func(a slog.Attr) bool {
+		b = append(b, ',')
+		b, ok = appendAttr(b, a)
+		return ok
+	})
+	return append(b, "}\n"...), ok
+}
+
+// appendAttr appends `"key":value` for a plain attribute.
+func appendAttr(b []byte, a slog.Attr) ([]byte, bool) {
+	if a.Key == "" || !plain(a.Key) {
+		return b, false // an empty key is dropped or inlined by slog
+	}
+	b = appendString(b, a.Key)
+	b = append(b, ':')
+	v := a.Value
+	switch v.Kind() {
+	case slog.KindString:
+		s := v.String()
+		return appendString(b, s), plain(s)
+	case slog.KindInt64:
+		return strconv.AppendInt(b, v.Int64(), 10), true
+	case slog.KindUint64:
+		return strconv.AppendUint(b, v.Uint64(), 10), true
+	case slog.KindBool:
+		return strconv.AppendBool(b, v.Bool()), true
+	case slog.KindDuration:
+		return strconv.AppendInt(b, int64(v.Duration()), 10), true
+	case slog.KindFloat64:
+		return appendFloat(b, v.Float64())
+	case slog.KindGroup:
+		attrs := v.Group()
+		if len(attrs) == 0 {
+			return b, false // slog leaves an empty group out
+		}
+		b = append(b, '{')
+		for i, ga := range attrs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendAttr(b, ga); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false // times, any values, LogValuers: slog's own rules
+}
+
+// appendFloat appends f as encoding/json writes it, for the values it
+// writes without an exponent.
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if a := math.Abs(f); math.IsNaN(f) || math.IsInf(f, 0) || (a != 0 && (a < 1e-6 || a >= 1e21)) {
+		return b, false
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64), true
+}
+
+// appendString appends s in quotes; the caller checks that s is plain.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// plain reports whether s is printable ASCII without a quote or backslash:
+// a JSON string body exactly as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

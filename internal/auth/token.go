@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ type Tokens struct {
 	secret []byte
 	ttl    time.Duration
 	now    func() time.Time
-	macs   sync.Pool // HMAC-SHA256 keyed with secret, reset before use
+	macs   sync.Pool // *mac keyed with secret, reset before use
 }
 
 // NewTokens returns a token issuer signing with secret; tokens live for ttl.
@@ -72,7 +73,7 @@ func NewTokens(secret []byte, ttl time.Duration, now func() time.Time) *Tokens {
 		now = time.Now
 	}
 	t := &Tokens{secret: secret, ttl: ttl, now: now}
-	t.macs.New = func() any { return hmac.New(sha256.New, t.secret) }
+	t.macs.New = func() any { return &mac{h: hmac.New(sha256.New, t.secret)} }
 	return t
 }
 
@@ -122,10 +123,12 @@ func (t *Tokens) parseExpired(token string) (Claims, error) {
 	if header != hs256Header && !isHS256Header(header) {
 		return Claims{}, errBadToken
 	}
-	if !t.validSignature(token[:len(header)+1+len(payload)], sig) {
+	m := t.macs.Get().(*mac)
+	defer m.release(&t.macs)
+	if !m.valid(token[:len(header)+1+len(payload)], sig) {
 		return Claims{}, errBadToken
 	}
-	raw, err := strictB64.DecodeString(payload)
+	raw, err := m.decode(payload)
 	if err != nil {
 		return Claims{}, errBadToken
 	}
@@ -245,19 +248,40 @@ func isHS256Header(segment string) bool {
 	return json.Unmarshal(raw, &h) == nil && h.Alg == jwt.SigningMethodHS256.Alg() && h.Crit == nil
 }
 
-// validSignature reports whether sig is the base64url HMAC-SHA256 of signed.
-func (t *Tokens) validSignature(signed, sig string) bool {
-	var want, got [sha256.Size]byte
-	if base64.RawURLEncoding.DecodedLen(len(sig)) != len(got) {
+// mac is an HMAC-SHA256 keyed with the secret, and buffers that let Parse
+// hand it and the base64 decoder a token's parts without converting
+// strings, which would allocate on every request.
+type mac struct {
+	h       hash.Hash
+	in, out []byte
+}
+
+// valid reports whether sig is the base64url HMAC-SHA256 of signed.
+func (m *mac) valid(signed, sig string) bool {
+	var want [sha256.Size]byte
+	got, err := m.decode(sig)
+	if err != nil || len(got) != len(want) {
 		return false
 	}
-	if n, err := strictB64.Decode(got[:], []byte(sig)); err != nil || n != len(got) {
-		return false
+	m.in = append(m.in[:0], signed...)
+	m.h.Reset()
+	m.h.Write(m.in)
+	m.h.Sum(want[:0])
+	return hmac.Equal(want[:], got)
+}
+
+// decode returns the bytes segment encodes, valid until the next call.
+func (m *mac) decode(segment string) ([]byte, error) {
+	m.in = append(m.in[:0], segment...)
+	m.out = slices.Grow(m.out[:0], strictB64.DecodedLen(len(m.in)))
+	n, err := strictB64.Decode(m.out[:cap(m.out)], m.in)
+	return m.out[:n], err
+}
+
+// release returns m to pool, without buffers grown large by a huge token.
+func (m *mac) release(pool *sync.Pool) {
+	if cap(m.in) > 4<<10 || cap(m.out) > 4<<10 {
+		m.in, m.out = nil, nil
 	}
-	mac := t.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write([]byte(signed))
-	mac.Sum(want[:0])
-	t.macs.Put(mac)
-	return hmac.Equal(want[:], got[:])
+	pool.Put(m)
 }

@@ -45,6 +45,10 @@ func stateOf(ctx context.Context) *requestState {
 
 func requestID(ctx context.Context) string { return stateOf(ctx).id }
 
+// requestIDHeader is X-Request-ID as net/http keys it: a name written in
+// another case is canonicalised, into a new string, on every Get and Set.
+const requestIDHeader = "X-Request-Id"
+
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 func newRequestID() string {
@@ -155,11 +159,11 @@ func (m *metrics) observe(method, route string, status int, elapsed time.Duratio
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-ID")
+		id := r.Header.Get(requestIDHeader)
 		if !requestIDPattern.MatchString(id) {
 			id = newRequestID()
 		}
-		w.Header().Set("X-Request-ID", id)
+		w.Header().Set(requestIDHeader, id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &requestState{id: id}))
 		rw := &responseWriter{ResponseWriter: w}
 		defer func() {
@@ -252,7 +256,9 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			s.writeError(w, r, errBodyTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if r.Body != http.NoBody { // most GETs: nothing to limit
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -60,10 +60,11 @@ func (c Claims) GetAudience() (jwt.ClaimStrings, error) { return nil, nil }
 
 // Tokens issues and checks HS256 access tokens.
 type Tokens struct {
-	secret []byte
-	ttl    time.Duration
-	now    func() time.Time
-	macs   sync.Pool // *mac keyed with secret, reset before use
+	secret   []byte
+	ttl      time.Duration
+	now      func() time.Time
+	macs     sync.Pool // *mac keyed with secret, reset before use
+	verified verifiedTokens
 }
 
 // NewTokens returns a token issuer signing with secret; tokens live for ttl.
@@ -72,7 +73,7 @@ func NewTokens(secret []byte, ttl time.Duration, now func() time.Time) *Tokens {
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tokens{secret: secret, ttl: ttl, now: now}
+	t := &Tokens{secret: secret, ttl: ttl, now: now, verified: verifiedTokens{claims: map[string]Claims{}}}
 	t.macs.New = func() any { return &mac{h: hmac.New(sha256.New, t.secret)} }
 	return t
 }
@@ -93,17 +94,16 @@ func (t *Tokens) Issue(u *User) (string, error) {
 var errBadToken = errors.New("invalid token")
 
 // Parse verifies a token's signature, algorithm and expiry and returns its
-// claims. It runs on every authenticated request, so it does the little HS256
-// needs by hand instead of through the jwt package's general parser (a third
-// of a request's token and user checks went to its reflection and
-// allocations): the header must name HS256, the signature must match before
-// any claim is read, and the expiry must be in the future.
+// claims. It runs on every authenticated request, and a client sends the
+// same token on each: the claims of a token whose signature verified are
+// remembered (a token's bytes verify the same way every time under one
+// secret), and only the expiry, which depends on the time, is checked again.
 func (t *Tokens) Parse(token string) (Claims, error) {
 	c, err := t.parseExpired(token)
 	if err != nil {
 		return Claims{}, err
 	}
-	if c.Expires == 0 || !t.now().Before(time.Unix(c.Expires, 0)) {
+	if !t.now().Before(time.Unix(c.Expires, 0)) {
 		return Claims{}, errBadToken
 	}
 	return c, nil
@@ -112,6 +112,24 @@ func (t *Tokens) Parse(token string) (Claims, error) {
 // parseExpired is Parse without the expiry: for a session that was opened
 // while its token was valid.
 func (t *Tokens) parseExpired(token string) (Claims, error) {
+	if c, ok := t.verified.get(token); ok {
+		return c, nil
+	}
+	c, err := t.verify(token)
+	if err != nil {
+		return Claims{}, err
+	}
+	t.verified.put(token, c)
+	return c, nil
+}
+
+// verify checks a token's algorithm and signature and decodes its claims.
+// It does the little HS256 needs by hand instead of through the jwt
+// package's general parser (a third of a request's token and user checks
+// went to its reflection and allocations): the header must name HS256, the
+// signature must match before any claim is read, the claims must name a
+// user and carry an expiry.
+func (t *Tokens) verify(token string) (Claims, error) {
 	header, rest, ok := strings.Cut(token, ".")
 	if !ok {
 		return Claims{}, errBadToken
@@ -136,10 +154,39 @@ func (t *Tokens) parseExpired(token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, errBadToken
 	}
+	if c.Expires == 0 {
+		return Claims{}, errBadToken
+	}
 	if _, err := c.UserID(); err != nil || c.Username == "" {
 		return Claims{}, errBadToken
 	}
 	return c, nil
+}
+
+// verifiedTokens remembers the claims of tokens whose signature verified.
+type verifiedTokens struct {
+	mu     sync.Mutex
+	claims map[string]Claims // token → its claims
+}
+
+// maxVerified bounds the memory verifiedTokens keeps (a few MiB): past it,
+// it starts again empty, and tokens still in use are verified once more.
+const maxVerified = 10_000
+
+func (v *verifiedTokens) get(token string) (Claims, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, ok := v.claims[token]
+	return c, ok
+}
+
+func (v *verifiedTokens) put(token string, c Claims) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.claims) >= maxVerified {
+		clear(v.claims)
+	}
+	v.claims[token] = c
 }
 
 // decodeClaims decodes a token's claims. Issue writes them in one shape,

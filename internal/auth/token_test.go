@@ -112,8 +112,14 @@ func signRaw(t *testing.T, key []byte, header, payload string) string {
 	return header + "." + payload + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-// BenchmarkParse measures the check every authenticated request makes.
-func BenchmarkParse(b *testing.B) {
+// BenchmarkParse measures the check every authenticated request makes, for
+// a client that sends the same token each time; BenchmarkVerify the first
+// check of a token.
+func BenchmarkParse(b *testing.B) { benchToken(b, (*Tokens).Parse) }
+
+func BenchmarkVerify(b *testing.B) { benchToken(b, (*Tokens).verify) }
+
+func benchToken(b *testing.B, check func(*Tokens, string) (Claims, error)) {
 	tk := NewTokens([]byte("0123456789abcdef0123456789abcdef"), time.Hour, nil)
 	tok, err := tk.Issue(&User{ID: 7, Username: "kim"})
 	if err != nil {
@@ -121,8 +127,35 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tk.Parse(tok); err != nil {
+		if _, err := check(tk, tok); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestRememberedTokensExpire checks that a token verified once is still
+// refused once it expires, and that the memory of verified tokens stays bounded.
+func TestRememberedTokensExpire(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tk := NewTokens([]byte("0123456789abcdef0123456789abcdef"), time.Minute, func() time.Time { return now })
+	var tokens []string
+	for id := range int64(maxVerified + 5) {
+		tok, err := tk.Issue(&User{ID: id + 1, Username: "kim"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tk.Parse(tok); err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+	if n := len(tk.verified.claims); n > maxVerified {
+		t.Fatalf("%d tokens remembered", n)
+	}
+	now = now.Add(time.Minute)
+	for _, tok := range []string{tokens[0], tokens[len(tokens)-1]} {
+		if _, err := tk.Parse(tok); err == nil {
+			t.Fatal("an expired token was accepted from memory")
 		}
 	}
 }

@@ -178,7 +178,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				}
 			}
 			route := r.Pattern
-			if route == "" {
+			if route == "" || route == "/" { // "/" is the catch-all's, when ServeMux redirects
 				route = "unmatched"
 			}
 			elapsed := time.Since(start)

@@ -110,36 +110,42 @@ func New(d Deps) *Server {
 	s.routes = s.routeTable()
 	s.openapi = s.openAPIDocument()
 
-	mux := http.NewServeMux()
-	for _, rt := range s.routes {
-		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	// routes holds every route; mux holds them too, and a catch-all that
+	// asks routes why nothing matched. A request is routed once; only one
+	// that matches no route is routed again.
+	routes, mux := http.NewServeMux(), http.NewServeMux()
+	handle := func(pattern string, h http.Handler) {
+		routes.Handle(pattern, h)
+		mux.Handle(pattern, h)
 	}
-	mux.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
-	mux.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
-	mux.Handle("GET /metrics", s.guardMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
-	mux.Handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	for _, rt := range s.routes {
+		handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
+	handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+	handle("GET /metrics", s.guardMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
+	handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
 	if d.UI != nil {
 		for _, p := range d.UI.Patterns() {
-			mux.Handle(p, d.UI)
+			handle(p, d.UI)
 		}
 	}
-	s.handler = s.observe(s.cors(s.limitBody(s.jsonFallbacks(mux))))
+	mux.Handle("/", s.jsonFallbacks(routes))
+	s.handler = s.observe(s.cors(s.limitBody(mux)))
 	return s
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// jsonFallbacks answers unknown routes (404) and wrong methods (405) in the
-// contract's JSON shape instead of ServeMux's plain text.
-func (s *Server) jsonFallbacks(mux *http.ServeMux) http.Handler {
+// jsonFallbacks answers what matches no route of routes, unknown paths
+// (404) and wrong methods (405), in the contract's JSON shape instead of
+// ServeMux's plain text. It is counted as the "unmatched" route.
+func (s *Server) jsonFallbacks(routes *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
+		r.Pattern = ""
 		probe := &headerProbe{header: http.Header{}}
-		h, _ := mux.Handler(r)
+		h, _ := routes.Handler(r)
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))

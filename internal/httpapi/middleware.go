@@ -181,9 +181,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if route == "" || route == "/" { // "/" is the catch-all's, when ServeMux redirects
 				route = "unmatched"
 			}
-			elapsed := time.Since(start)
+			end := time.Now()
+			elapsed := end.Sub(start)
 			s.metrics.observe(r.Method, route, rw.status, elapsed)
-			s.logRequest(r, id, route, rw, elapsed)
+			s.logRequest(r, id, route, rw, end, elapsed)
 		}()
 		next.ServeHTTP(rw, r)
 	})
@@ -194,13 +195,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // its token there. The record is handed to the handler directly, as
 // Logger.LogAttrs would, less the call stack walk that finds the caller: the
 // access line's source is always this function.
-func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWriter, elapsed time.Duration) {
+func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWriter, end time.Time, elapsed time.Duration) {
 	ctx := r.Context()
 	h := s.log.Handler()
 	if !h.Enabled(ctx, s.accessLogLevel) {
 		return
 	}
-	rec := slog.NewRecord(time.Now(), s.accessLogLevel, "request", 0)
+	rec := slog.NewRecord(end, s.accessLogLevel, "request", 0)
 	rec.AddAttrs(
 		slog.String("request_id", id),
 		slog.Attr{Key: "request", Value: slog.GroupValue(

@@ -26,11 +26,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		buf.WriteString(`{"detail":"` + internalDetail + `"}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
+
+// jsonContentType is the Content-Type of every JSON response, shared: a
+// header's values are replaced or appended to, never changed in place, and
+// Set would allocate them anew for every response.
+var jsonContentType = []string{"application/json"}
 
 // encodeJSON writes v and a newline to buf, as a json.Encoder does. A
 // jsonAppender writes itself when it can.

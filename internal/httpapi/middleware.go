@@ -164,8 +164,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set(requestIDHeader, id)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &requestState{id: id}))
-		rw := &responseWriter{ResponseWriter: w}
+		// One allocation for the writer and the state the request carries.
+		both := &struct {
+			rw responseWriter
+			st requestState
+		}{responseWriter{ResponseWriter: w}, requestState{id: id}}
+		rw := &both.rw
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &both.st))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

@@ -866,14 +866,19 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.SandboxDiskMB, c.SandboxDiskCheckInterval = 16, 200*time.Millisecond
 	})
+	root := e.CreateUser("root", auth.RoleAdmin)
 	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	// Room in memory for the page cache of the write: BusyBox's 64 MiB could
+	// see the engine's OOM killer end the sandbox before the watch does.
+	tpl := busyboxTemplate(t, e)
+	e.Do(apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/admin/sandbox-templates/%d?memory_mb=256", tpl), Token: root.Token}).Expect(t, 200)
+	c := createSandbox(t, e, u.Token, tpl)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.App.Background(ctx) }()
 	defer func() { cancel(); <-done }()
 	res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, c.ID,
-		sandbox.Script{Text: "dd if=/dev/zero of=/tmp/fill bs=1M count=48 2>&1 && sync"})
+		sandbox.Script{Text: "dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>&1 && sync"})
 	if err != nil {
 		t.Fatal(err)
 	}

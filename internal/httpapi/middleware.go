@@ -3,11 +3,12 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -51,10 +52,15 @@ const requestIDHeader = "X-Request-Id"
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
+// newRequestID returns 96 random bits in hex. A request id needs to be
+// unique, not secret: math/rand/v2's generator (ChaCha8, seeded from the
+// system's randomness) takes nanoseconds where crypto/rand's DRBG took
+// about half a microsecond of every request on the real server.
 func newRequestID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
+	return hex.EncodeToString(b[:])
 }
 
 // responseWriter records the status and size of a response for logs and metrics,
@@ -164,13 +170,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set(requestIDHeader, id)
-		// One allocation for the writer and the state the request carries.
-		both := &struct {
-			rw responseWriter
-			st requestState
-		}{responseWriter{ResponseWriter: w}, requestState{id: id}}
-		rw := &both.rw
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &both.st))
+		x := &exchange{rw: responseWriter{ResponseWriter: w}, st: requestState{id: id}}
+		rw := &x.rw
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &x.st))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -189,32 +191,43 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			end := time.Now()
 			elapsed := end.Sub(start)
 			s.metrics.observe(r.Method, route, rw.status, elapsed)
-			s.logRequest(r, id, route, rw, end, elapsed)
+			s.logRequest(r, x, route, end, elapsed)
 		}()
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// exchange is what observe keeps of one request, in one allocation: the
+// writer that records the response, the state handlers read, and the
+// attributes of the access line.
+type exchange struct {
+	rw    responseWriter
+	st    requestState
+	attrs [7]slog.Attr
 }
 
 // logRequest writes the access log line of a request. The query string is
 // never logged: admin routes carry passwords there, and the terminal carries
 // its token there. The record is handed to the handler directly, as
 // Logger.LogAttrs would, less the call stack walk that finds the caller: the
-// access line's source is always this function.
-func (s *Server) logRequest(r *http.Request, id, route string, rw *responseWriter, end time.Time, elapsed time.Duration) {
+// access line's source is always this function. Its groups hold attributes
+// in x, which belongs to this request alone.
+func (s *Server) logRequest(r *http.Request, x *exchange, route string, end time.Time, elapsed time.Duration) {
 	ctx := r.Context()
 	h := s.log.Handler()
 	if !h.Enabled(ctx, s.accessLogLevel) {
 		return
 	}
+	req, resp := x.attrs[:4:4], x.attrs[4:]
+	req[0], req[1] = slog.String("method", r.Method), slog.String("path", r.URL.Path)
+	req[2], req[3] = slog.String("route", route), slog.String("remote", s.clientIP(r))
+	resp[0], resp[1] = slog.Int("status", x.rw.status), slog.Int64("bytes", x.rw.bytes)
+	resp[2] = slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000)
 	rec := slog.NewRecord(end, s.accessLogLevel, "request", 0)
 	rec.AddAttrs(
-		slog.String("request_id", id),
-		slog.Attr{Key: "request", Value: slog.GroupValue(
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.String("route", route), slog.String("remote", s.clientIP(r)))},
-		slog.Attr{Key: "response", Value: slog.GroupValue(
-			slog.Int("status", rw.status), slog.Int64("bytes", rw.bytes),
-			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000))},
+		slog.String("request_id", x.st.id),
+		slog.Attr{Key: "request", Value: slog.GroupValue(req...)},
+		slog.Attr{Key: "response", Value: slog.GroupValue(resp...)},
 	)
 	h.Handle(ctx, rec)
 }

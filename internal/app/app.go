@@ -219,7 +219,7 @@ func (a *App) registerMetrics() {
 	}, func() float64 { return float64(a.Terminals.Open()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_sandboxes_warm", Help: "Warm sandboxes ready to hand out in this process's pool.",
-	}, func() float64 { return float64(a.Sandboxes.Warm(-1)) }))
+	}, func() float64 { return float64(a.Sandboxes.WarmTotal()) }))
 }
 
 // openSandboxes sets up the sandbox service on the configured engine. A missing

@@ -38,19 +38,6 @@ func poolOf(t *testing.T, docker *client.Client, e *apitest.Env, tpl int64, hand
 	return out
 }
 
-// eventually polls cond until it holds, failing after a generous while. It is
-// a wait, not a timing assertion: how soon does not matter.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for range 600 {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("still waiting for %s", what)
-}
-
 // TestWarmPool: the server keeps a started sandbox ready per template, hands
 // it to the next learner who creates one (a working shell, with the
 // learner's quotas and the host cap counting it only then), refills, replaces
@@ -83,7 +70,7 @@ func TestWarmPool(t *testing.T) {
 		defer stop()
 
 		var warm string
-		eventually(t, "a warm sandbox", func() bool {
+		eventually(t, time.Minute, "a warm sandbox", func() bool {
 			if e.App.Sandboxes.Warm(tpl) == 0 {
 				return false
 			}
@@ -116,7 +103,7 @@ func TestWarmPool(t *testing.T) {
 
 		// The pool refills with a new container, not the one handed out.
 		var refill string
-		eventually(t, "the pool to refill", func() bool {
+		eventually(t, time.Minute, "the pool to refill", func() bool {
 			if e.App.Sandboxes.Warm(tpl) == 0 {
 				return false
 			}
@@ -137,7 +124,7 @@ func TestWarmPool(t *testing.T) {
 		}
 		// Editing the template replaces what the pool holds.
 		e.Do(apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/admin/sandbox-templates/%d?memory_mb=96", tpl), Token: root.Token}).Expect(t, 200)
-		eventually(t, "the pool to follow the template", func() bool {
+		eventually(t, time.Minute, "the pool to follow the template", func() bool {
 			p := poolOf(t, docker, e, tpl, warm)
 			_, old := p[refill]
 			return !old && len(p) == 1 && e.App.Sandboxes.Warm(tpl) == 1

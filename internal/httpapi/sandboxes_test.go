@@ -886,14 +886,11 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 		return // the engine has quotas: the default limit stopped the write itself
 	}
 	var got containerBody
-	for range 300 {
+	eventually(t, 30*time.Second, "the background watch to act", func() bool {
 		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 200).JSON(t, &got)
-		if got.Status == "error" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got.Status != "error" || !strings.Contains(got.StatusDetail, "disk limit of 16 MiB") {
+		return got.Status == "error"
+	})
+	if !strings.Contains(got.StatusDetail, "disk limit of 16 MiB") {
 		t.Fatalf("the background watch did not act: %+v", got)
 	}
 }

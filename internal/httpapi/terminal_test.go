@@ -105,16 +105,22 @@ func TestTerminalOpensAtRequestedSize(t *testing.T) {
 	})
 }
 
+// eventually polls cond every 20 ms until it holds, failing after within. It
+// is a wait, not a timing assertion: how soon does not matter.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %s", what, within)
+		}
+	}
+}
+
 // waitTerminalsClosed waits until the server has finished with every terminal
 // it had open, processes reaped (a terminal gives its place back last).
 func waitTerminalsClosed(t *testing.T, e *apitest.Env) {
 	t.Helper()
-	for i := 0; e.App.Terminals.Open() > 0; i++ {
-		if i == 1500 {
-			t.Fatalf("%d terminals still open", e.App.Terminals.Open())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitTerminalsOfSandboxClosed(t, e, 0)
 }
 
 // execOut runs a script as the sandbox's owner and returns its stdout.
@@ -140,12 +146,9 @@ func TestTerminalCloseEndsItsProcesses(t *testing.T) {
 	tc.send("sleep 1000 & printf 'pid=%s=\\n' $$\n")
 	pid := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
 	tc.send("sleep 999\n")
-	for i := 0; !strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 999"); i++ {
-		if i == 300 {
-			t.Fatal("sleep 999 never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 6*time.Second, "sleep 999 to start", func() bool {
+		return strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 999")
+	})
 	tc.conn.Close(websocket.StatusNormalClosure, "bye")
 	waitTerminalsClosed(t, e)
 	out := execOut(t, e, u.ID, c.ID, "ps -o pid,args; test -d /proc/"+pid+" && echo shell-alive")
@@ -172,12 +175,7 @@ func TestTerminalCloseEndsSudoProcesses(t *testing.T) {
 		out := execOut(t, e, u.ID, c.ID, "ps -eo args")
 		return regexp.MustCompile(`(?m)^sleep 1234$`).MatchString(out) && regexp.MustCompile(`(?m)^/bin/sleep 1235$`).MatchString(out)
 	}
-	for i := 0; !started(); i++ {
-		if i == 300 {
-			t.Fatal("the sudo sleeps never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 6*time.Second, "the sudo sleeps to start", started)
 	tc.conn.Close(websocket.StatusNormalClosure, "bye")
 	waitTerminalsClosed(t, e)
 	if out := execOut(t, e, u.ID, c.ID, "ps -eo pid,args"); strings.Contains(out, "sleep 123") {
@@ -363,12 +361,7 @@ func TestTerminalsEndWhenAccessEnds(t *testing.T) {
 // waitTerminalsOfSandboxClosed waits until only n terminals remain open.
 func waitTerminalsOfSandboxClosed(t *testing.T, e *apitest.Env, n int) {
 	t.Helper()
-	for i := 0; e.App.Terminals.Open() > n; i++ {
-		if i == 1500 {
-			t.Fatalf("%d terminals still open, want %d", e.App.Terminals.Open(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, 30*time.Second, fmt.Sprintf("at most %d terminals open", n), func() bool { return e.App.Terminals.Open() <= n })
 }
 
 // TestTerminalEndsWhenAnotherProcessDeactivates: a change this process does

@@ -64,7 +64,7 @@ func (s *Service) WatchDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	instances, err := rt.List(ctx, map[string]string{LabelManaged: "true", LabelInstance: s.instance})
+	instances, err := s.engineContainers(ctx, rt)
 	if err != nil {
 		return err
 	}
@@ -100,29 +100,38 @@ func (s *Service) WatchDisk(ctx context.Context) error {
 }
 
 // removeOverDisk removes a sandbox that wrote past its limit and records why
-// on its row, which stays so the learner sees what happened.
+// on its row, which stays so the learner sees what happened. The row is
+// written first: a reconciliation that meanwhile finds the container gone then
+// sees a row no longer pointing at it, instead of calling it vanished, and a
+// removal that fails leaves an orphan the next reconciliation removes.
 func (s *Service) removeOverDisk(ctx context.Context, rt Runtime, id int64, engineID string, used int64, limitMB int) error {
 	s.opt.Log.Warn("removing a sandbox past its disk limit", "container_id", id, "engine_id", engineID,
 		"used_mb", used>>20, "limit_mb", limitMB)
+	var userID int64
+	if id != 0 { // 0: nobody's yet (a warm sandbox)
+		c, err := s.store.UpdateContainer(ctx, id, func(c *Container) error {
+			if c.EngineID != engineID {
+				return nil // recreated or deleted meanwhile
+			}
+			now := s.now()
+			c.Status, c.EngineID, c.StoppedAt = StatusError, "", &now
+			c.StatusDetail = fmt.Sprintf("Removed after writing %d MiB, over its disk limit of %d MiB: delete it and create a new one", used>>20, limitMB)
+			return nil
+		})
+		switch {
+		case errors.Is(err, ErrContainerNotFound): // the row went first (deleted meanwhile)
+		case err != nil:
+			return err
+		default:
+			userID = c.UserID
+		}
+	}
 	if err := rt.Remove(ctx, engineID); err != nil && !errors.Is(err, ErrGone) {
 		return err
 	}
-	if id == 0 {
-		return nil // nobody's yet (a warm sandbox)
+	if userID != 0 {
+		s.dropUserNetwork(ctx, userID)
 	}
-	c, err := s.store.UpdateContainer(ctx, id, func(c *Container) error {
-		now := s.now()
-		c.Status, c.EngineID, c.StoppedAt = StatusError, "", &now
-		c.StatusDetail = fmt.Sprintf("Removed after writing %d MiB, over its disk limit of %d MiB: delete it and create a new one", used>>20, limitMB)
-		return nil
-	})
-	if errors.Is(err, ErrContainerNotFound) {
-		return nil // the row went first (deleted meanwhile)
-	}
-	if err != nil {
-		return err
-	}
-	s.dropUserNetwork(ctx, c.UserID)
 	return nil
 }
 

@@ -208,7 +208,7 @@ func (s *Service) FillPool(ctx context.Context) error {
 		if ok, err := rt.ImageExists(ctx, t.Image); err != nil || !ok {
 			continue // the cold path says what is missing
 		}
-		for s.pool.count(t.ID) < s.opt.PoolSize && ctx.Err() == nil {
+		for s.Warm(t.ID) < s.opt.PoolSize && ctx.Err() == nil {
 			if err := s.addPooled(ctx, rt, t); err != nil {
 				errList = append(errList, fmt.Errorf("warm pool for template %d: %w", t.ID, err))
 				break
@@ -218,12 +218,15 @@ func (s *Service) FillPool(ctx context.Context) error {
 	return errors.Join(errList...)
 }
 
-// Warm returns how many warm sandboxes of a template are ready to hand out
-// (-1 for every template).
+// Warm returns how many warm sandboxes of a template are ready to hand out.
 func (s *Service) Warm(templateID int64) int {
-	if templateID >= 0 {
-		return s.pool.count(templateID)
-	}
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	return len(s.pool.ready[templateID])
+}
+
+// WarmTotal returns how many warm sandboxes of every template are ready.
+func (s *Service) WarmTotal() int {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
 	n := 0
@@ -231,12 +234,6 @@ func (s *Service) Warm(templateID int64) int {
 		n += len(l)
 	}
 	return n
-}
-
-func (p *pool) count(templateID int64) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.ready[templateID])
 }
 
 // dropStale removes pooled containers whose template changed, went away or

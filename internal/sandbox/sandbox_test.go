@@ -193,6 +193,56 @@ func TestReconcile(t *testing.T) {
 	})
 }
 
+// inspectHook is the real engine with a change slipped in just before an
+// inspection, which is where another loop can write a row meanwhile.
+type inspectHook struct {
+	sandbox.Runtime
+	before func(engineID string)
+}
+
+func (h inspectHook) Inspect(ctx context.Context, engineID string) (sandbox.State, error) {
+	h.before(engineID)
+	return h.Runtime.Inspect(ctx, engineID)
+}
+
+// TestReconcileKeepsANewerRow: what reconciliation learns about an engine
+// container is not written over a row that stopped pointing at it meanwhile,
+// as when the disk watch removes a sandbox and records why.
+func TestReconcileKeepsANewerRow(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		f := newFixture(t, db)
+		ctx := context.Background()
+		c := f.create(t)
+		const why = "Removed after writing 40 MiB, over its disk limit of 16 MiB"
+		hooked := inspectHook{Runtime: f.rt, before: func(engineID string) {
+			if engineID != c.EngineID {
+				return
+			}
+			_, err := db.UpdateContainer(ctx, c.ID, func(c *sandbox.Container) error {
+				c.Status, c.EngineID, c.StatusDetail = sandbox.StatusError, "", why
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}}
+		svc, err := sandbox.NewService(ctx, db, hooked, sandbox.Options{Now: f.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.rt.Remove(ctx, c.EngineID); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.FindContainerByID(ctx, c.ID); err != nil || got.StatusDetail != why {
+			t.Fatalf("the newer row was overwritten: %+v %v", got, err)
+		}
+	})
+}
+
 // TestReconcileEndsUnfinishedCreations: a server that died between making a
 // container and marking it running leaves a row in creating; past the grace
 // period reconciliation ends it as the engine says, running or error.

@@ -429,13 +429,19 @@ func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Conta
 	if c.EngineID == "" || c.Status == StatusCreating {
 		return c, nil
 	}
-	st, err := rt.Inspect(ctx, c.EngineID)
+	// What the engine says is about this engine container: each update below
+	// applies only if the row still points at it when it is written.
+	seen := c.EngineID
+	st, err := rt.Inspect(ctx, seen)
 	switch {
 	case errors.Is(err, ErrGone):
 		if c.Status == StatusError {
 			return c, nil
 		}
 		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			if c.EngineID != seen {
+				return nil // changed meanwhile (removed on purpose, recreated): that is newer
+			}
 			c.Status, c.StatusDetail = StatusError, "The container vanished from the engine: delete this sandbox and create a new one"
 			return nil
 		})
@@ -443,6 +449,9 @@ func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Conta
 		return nil, err
 	case st.Running && c.Status != StatusRunning:
 		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			if c.EngineID != seen {
+				return nil
+			}
 			c.Status, c.StatusDetail = StatusRunning, ""
 			return nil
 		})
@@ -456,6 +465,9 @@ func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Conta
 			at = s.now()
 		}
 		return s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+			if c.EngineID != seen {
+				return nil
+			}
 			c.Status, c.StatusDetail, c.StoppedAt = StatusStopped, detail, &at
 			return nil
 		})
@@ -637,6 +649,12 @@ func (s *Service) Sweep(ctx context.Context) error {
 	return errors.Join(errList...)
 }
 
+// engineContainers lists this install's containers on the engine, running or
+// not, warm pool entries included.
+func (s *Service) engineContainers(ctx context.Context, rt Runtime) ([]Instance, error) {
+	return rt.List(ctx, map[string]string{LabelManaged: "true", LabelInstance: s.instance})
+}
+
 // Reconcile makes the database and the engine agree: engine containers of this
 // install without a row are removed, rows whose container vanished are marked,
 // and statuses follow the engine.
@@ -645,7 +663,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	instances, err := rt.List(ctx, map[string]string{LabelManaged: "true", LabelInstance: s.instance})
+	instances, err := s.engineContainers(ctx, rt)
 	if err != nil {
 		return err
 	}

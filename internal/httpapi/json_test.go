@@ -67,3 +67,23 @@ func FuzzUserResponseJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendTimestampMatchesLayout: the RFC 3339 fast path writes what
+// timestampLayout writes, whatever the zone, fraction or year.
+func TestAppendTimestampMatchesLayout(t *testing.T) {
+	zone := time.FixedZone("X", -(9*3600 + 30*60))
+	for _, at := range []time.Time{
+		time.Date(2026, 11, 23, 12, 0, 0, 987654321, time.FixedZone("X", 3600)),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1999, 12, 31, 23, 59, 59, 999999999, zone),
+		time.Unix(0, 0),
+		{},
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(12345, 6, 7, 8, 9, 10, 11, time.UTC),
+		time.Date(-44, 3, 15, 12, 0, 0, 0, time.UTC),
+	} {
+		if got, want := string(appendTimestamp(nil, at)), at.UTC().Format(timestampLayout); got != want {
+			t.Errorf("%v: got %s, want %s", at, got, want)
+		}
+	}
+}

@@ -165,12 +165,14 @@ func (m *metrics) observe(method, route string, status int, elapsed time.Duratio
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(requestIDHeader)
-		if !requestIDPattern.MatchString(id) {
+		var id string
+		if v := r.Header[requestIDHeader]; len(v) > 0 && requestIDPattern.MatchString(v[0]) {
+			id = v[0]
+		} else {
 			id = newRequestID()
 		}
-		w.Header().Set(requestIDHeader, id)
-		x := &exchange{rw: responseWriter{ResponseWriter: w}, st: requestState{id: id}}
+		x := &exchange{rw: responseWriter{ResponseWriter: w}, st: requestState{id: id}, idHeader: [1]string{id}}
+		w.Header()[requestIDHeader] = x.idHeader[:]
 		rw := &x.rw
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &x.st))
 		defer func() {
@@ -201,9 +203,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // writer that records the response, the state handlers read, and the
 // attributes of the access line.
 type exchange struct {
-	rw    responseWriter
-	st    requestState
-	attrs [7]slog.Attr
+	rw       responseWriter
+	st       requestState
+	idHeader [1]string // the X-Request-ID header's values
+	attrs    [7]slog.Attr
 }
 
 // logRequest writes the access log line of a request. The query string is

@@ -2,11 +2,14 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"tuxlab/content"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -159,5 +162,39 @@ func TestTrustedProxies(t *testing.T) {
 	attempt(direct, "198.51.100.2")
 	if s := attempt(direct, "198.51.100.3"); s != http.StatusTooManyRequests {
 		t.Fatalf("a forged X-Forwarded-For escaped the per-address limit: %d", s)
+	}
+}
+
+// TestResponsesCarryContentLength: on the wire, through net/http itself and
+// not the validating recorder, a small JSON body (net/http counts it) and a
+// large one (the handler declares it) both come with their exact length, never
+// chunked, so clients and proxies can keep the connection.
+func TestResponsesCarryContentLength(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, "sqlite")
+	if _, _, err := e.App.Lessons.ImportIfEmpty(t.Context(), content.Curriculum()); err != nil {
+		t.Fatal(err)
+	}
+	u := e.CreateUser("learner", auth.RoleStudent)
+	srv := httptest.NewServer(e.App.Server)
+	defer srv.Close()
+	for _, c := range []struct {
+		path  string
+		large bool
+	}{{"/api/auth/me", false}, {"/api/lessons/modules", true}, {"/api/nowhere", false}} {
+		req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+u.Token)
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.TransferEncoding) > 0 || res.ContentLength != int64(len(body)) || (len(body) > 2048) != c.large {
+			t.Errorf("%s: %d bytes, Content-Length %d, Transfer-Encoding %v", c.path, len(body), res.ContentLength, res.TransferEncoding)
+		}
 	}
 }

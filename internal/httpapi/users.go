@@ -48,7 +48,7 @@ func (u userResponse) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"is_active":`...)
 	b = strconv.AppendBool(b, u.IsActive)
 	b = append(b, `,"created_at":"`...)
-	b = time.Time(u.CreatedAt).UTC().AppendFormat(b, timestampLayout)
+	b = appendTimestamp(b, time.Time(u.CreatedAt))
 	return append(b, `"}`...), true
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -128,3 +130,65 @@ func benchAccessLine(b *testing.B, h slog.Handler) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestLogTimeMatchesRFC3339Nano: log times, cached a second at a time, are
+// written as time.RFC3339Nano writes them, in any zone and with any fraction,
+// also when lines of different seconds and zones alternate.
+func TestLogTimeMatchesRFC3339Nano(t *testing.T) {
+	east, west := time.FixedZone("E", 5*3600+45*60), time.FixedZone("W", -8*3600)
+	base := time.Date(2026, 11, 23, 23, 59, 59, 0, time.UTC)
+	var times []time.Time
+	for _, ns := range []int{0, 1, 10, 100000, 120000000, 999999999, 500} {
+		at := base.Add(time.Duration(ns))
+		times = append(times, at, at.In(east), at.In(west), at.Add(time.Second), at.Local(), at.Add(-time.Hour*24*400))
+	}
+	for _, at := range times {
+		if got, want := string(appendLogTime(nil, at)), at.Format(time.RFC3339Nano); got != want {
+			t.Errorf("%v: got %s, want %s", at, got, want)
+		}
+	}
+}
+
+// FuzzLogTime checks appendLogTime against time.RFC3339Nano for any instant
+// of slog's range of years and any zone offset.
+func FuzzLogTime(f *testing.F) {
+	f.Add(int64(1795478399), int64(123456789), 3600)
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int) {
+		at := time.Unix(sec%253402300799, nsec%1e9).In(time.FixedZone("Z", offset%(18*3600)))
+		if y := at.Year(); y < 0 || y > 9999 {
+			return
+		}
+		for range 2 { // once formatting the second, once from the cache
+			if got, want := string(appendLogTime(nil, at)), at.Format(time.RFC3339Nano); got != want {
+				t.Fatalf("%v: got %s, want %s", at, got, want)
+			}
+		}
+	})
+}
+
+// TestMillisMatchStrconv: for whole thousandths, the short path writes what
+// strconv's shortest formatting writes, every value up to ±2,000,000
+// thousandths and samples beyond, to the limit where it stops applying.
+func TestMillisMatchStrconv(t *testing.T) {
+	check := func(k int64) {
+		f := float64(k) / 1000
+		want := strconv.AppendFloat(nil, f, 'f', -1, 64)
+		if got, ok := appendFloat(nil, f); !ok || string(got) != string(want) {
+			t.Fatalf("%d/1000: got %s, want %s", k, got, want)
+		}
+	}
+	for k := int64(-2_000_000); k <= 2_000_000; k++ {
+		check(k)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		check(r.Int64N(1e15) * (1 - 2*r.Int64N(2)))
+	}
+	// -0 and values that are not whole thousandths take strconv's path.
+	for _, f := range []float64{math.Copysign(0, -1), 0.0001, 1.0 / 3, 2.5e-3 + 1e-12} {
+		want := strconv.AppendFloat(nil, f, 'f', -1, 64)
+		if got, _ := appendFloat(nil, f); string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", f, got, want)
+		}
+	}
+}

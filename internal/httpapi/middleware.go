@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -18,12 +19,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tuxlab/internal/auth"
 	"tuxlab/internal/profile"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ctxKey carries a request's *requestState in its context.
@@ -60,7 +62,9 @@ func newRequestID() string {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
 	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
-	return hex.EncodeToString(b[:])
+	var id [24]byte
+	hex.Encode(id[:], b[:])
+	return string(id[:]) // one allocation, where EncodeToString makes two
 }
 
 // responseWriter records the status and size of a response for logs and metrics,
@@ -113,7 +117,11 @@ func (w *responseWriter) Flush() {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	series   sync.Map // seriesKey → *series
+	// series maps each seriesKey seen so far to its collectors. Readers load
+	// the map without a lock; a new key (rare: routes × statuses) copies it
+	// under mu. sync.Map hashed the key through an interface, at twice the cost.
+	series atomic.Pointer[map[seriesKey]*series]
+	mu     sync.Mutex
 }
 
 // seriesKey names the time series a request counts in.
@@ -141,6 +149,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"method", "route", "status"}),
 	}
+	m.series.Store(&map[seriesKey]*series{})
 	reg.MustRegister(m.requests, m.duration)
 	return m
 }
@@ -148,17 +157,32 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // observe counts one request and its duration in its series.
 func (m *metrics) observe(method, route string, status int, elapsed time.Duration) {
 	key := seriesKey{method, route, status}
-	v, ok := m.series.Load(key)
-	if !ok {
-		code := strconv.Itoa(status)
-		v, _ = m.series.LoadOrStore(key, &series{
-			requests: m.requests.WithLabelValues(method, route, code),
-			duration: m.duration.WithLabelValues(method, route, code),
-		})
+	ser := (*m.series.Load())[key]
+	if ser == nil {
+		ser = m.addSeries(key)
 	}
-	ser := v.(*series)
 	ser.requests.Inc()
 	ser.duration.Observe(elapsed.Seconds())
+}
+
+// addSeries returns key's collectors, adding them to a copy of the map.
+func (m *metrics) addSeries(key seriesKey) *series {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.series.Load()
+	if ser := old[key]; ser != nil {
+		return ser // another request added it meanwhile
+	}
+	code := strconv.Itoa(key.status)
+	ser := &series{
+		requests: m.requests.WithLabelValues(key.method, key.route, code),
+		duration: m.duration.WithLabelValues(key.method, key.route, code),
+	}
+	next := make(map[seriesKey]*series, len(old)+1)
+	maps.Copy(next, old)
+	next[key] = ser
+	m.series.Store(&next)
+	return ser
 }
 
 // observe wraps the whole stack: request id, panic recovery, access log, metrics.

@@ -32,15 +32,22 @@ func TestMetricsByRoutePattern(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("kim", auth.RoleStudent)
+	// New series appear under concurrent requests, none lost (run with -race).
+	var reqs []apitest.Request
+	for range 20 {
+		reqs = append(reqs, apitest.Request{Method: "GET", Path: "/api/auth/me", Token: u.Token},
+			apitest.Request{Method: "GET", Path: "/api/auth/me"})
+	}
+	e.DoConcurrently(reqs)
 	e.Get("/api/auth/me", u.Token).Expect(t, 200)
 	e.Get("/api/auth/me", "").Expect(t, 401)
 	e.Get("/api/admin/users/7/role", "").Expect(t, 405)
 	body := string(e.Get("/metrics", "").Expect(t, 200).Body)
 	for _, want := range []string{
-		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="200"} 1`,
-		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="401"} 1`,
+		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="200"} 21`,
+		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="401"} 21`,
 		`tuxlab_http_requests_total{method="GET",route="unmatched",status="405"} 1`,
-		`tuxlab_http_request_duration_seconds_bucket{method="GET",route="GET /api/auth/me",status="200",le="+Inf"} 1`,
+		`tuxlab_http_request_duration_seconds_bucket{method="GET",route="GET /api/auth/me",status="200",le="+Inf"} 21`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

@@ -65,11 +65,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func appendRecord(b []byte, r slog.Record) ([]byte, bool) {
 	b = append(b, '{')
 	if !r.Time.IsZero() {
-		if y := r.Time.Year(); y < 0 || y > 9999 {
+		b = append(b, `"time":"`...)
+		var ok bool
+		if b, ok = appendLogTime(b, r.Time); !ok {
 			return b, false
 		}
-		b = append(b, `"time":"`...)
-		b = appendLogTime(b, r.Time)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":"`...)
@@ -100,11 +100,16 @@ type logSecond struct {
 var lastLogSecond atomic.Pointer[logSecond]
 
 // appendLogTime appends t as t.AppendFormat(b, time.RFC3339Nano) does, which
-// is how slog.JSONHandler writes a record's time. The date and zone are
-// formatted once a second; only the fraction is written for every line.
-func appendLogTime(b []byte, t time.Time) []byte {
+// is how slog.JSONHandler writes a record's time, and reports false for a
+// year outside 0 to 9999, which slog writes with an error. The date and zone
+// are formatted (and the year checked) once a second; only the fraction is
+// written for every line.
+func appendLogTime(b []byte, t time.Time) ([]byte, bool) {
 	sec := lastLogSecond.Load()
 	if sec == nil || sec.unix != t.Unix() || sec.loc != t.Location() {
+		if y := t.Year(); y < 0 || y > 9999 {
+			return b, false
+		}
 		sec = &logSecond{unix: t.Unix(), loc: t.Location(),
 			date: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
 		lastLogSecond.Store(sec)
@@ -124,7 +129,7 @@ func appendLogTime(b []byte, t time.Time) []byte {
 		}
 		b = append(b, frac[:n]...)
 	}
-	return append(b, sec.zone...)
+	return append(b, sec.zone...), true
 }
 
 // appendAttr appends `"key":value` for a plain attribute.

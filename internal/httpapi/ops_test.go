@@ -42,11 +42,19 @@ func TestMetricsByRoutePattern(t *testing.T) {
 	e.Get("/api/auth/me", u.Token).Expect(t, 200)
 	e.Get("/api/auth/me", "").Expect(t, 401)
 	e.Get("/api/admin/users/7/role", "").Expect(t, 405)
+	// Invented methods share one label: a client cannot add series at will.
+	for _, m := range []string{"FOO", "BAR"} {
+		e.Do(apitest.Request{Method: m, Path: "/api/auth/me"}).Expect(t, 405)
+	}
 	body := string(e.Get("/metrics", "").Expect(t, 200).Body)
+	if strings.Contains(body, `method="FOO"`) {
+		t.Error("an invented method became a metrics label")
+	}
 	for _, want := range []string{
 		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="200"} 21`,
 		`tuxlab_http_requests_total{method="GET",route="GET /api/auth/me",status="401"} 21`,
 		`tuxlab_http_requests_total{method="GET",route="unmatched",status="405"} 1`,
+		`tuxlab_http_requests_total{method="other",route="unmatched",status="405"} 2`,
 		`tuxlab_http_request_duration_seconds_bucket{method="GET",route="GET /api/auth/me",status="200",le="+Inf"} 21`,
 		`go_goroutines`,
 	} {

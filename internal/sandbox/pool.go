@@ -329,8 +329,12 @@ func (s *Service) drainPool(ctx context.Context) {
 }
 
 // removeEngine removes an engine container that has no row, logging a failure
-// (reconciliation removes what is left).
+// (reconciliation removes what is left). The removal outlives ctx: a pool
+// entry abandoned because its caller gave up (a shutdown while filling the
+// pool, a request that ended) is still removed.
 func (s *Service) removeEngine(ctx context.Context, rt Runtime, engineID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	if err := rt.Remove(ctx, engineID); err != nil && !errors.Is(err, ErrGone) {
 		s.opt.Log.Warn("could not remove a pooled sandbox; reconciliation will", "engine_id", engineID, "error", err.Error())
 	}

@@ -280,3 +280,37 @@ func TestReconcileEndsUnfinishedCreations(t *testing.T) {
 		}
 	})
 }
+
+// startHook is the real engine, with the caller giving up just as a
+// container is started: a shutdown while the warm pool fills.
+type startHook struct {
+	sandbox.Runtime
+	giveUp context.CancelFunc
+}
+
+func (h startHook) Start(ctx context.Context, engineID string) error {
+	h.giveUp()
+	return h.Runtime.Start(ctx, engineID)
+}
+
+// TestPoolFillCutShortLeavesNothing: a warm sandbox whose filling is cut
+// short between create and start is removed from the engine all the same.
+func TestPoolFillCutShortLeavesNothing(t *testing.T) {
+	t.Parallel()
+	db := storetest.Open(t, store.SQLite)
+	f := newFixture(t, db)
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
+	svc, err := sandbox.NewService(context.Background(), db, startHook{Runtime: f.rt, giveUp: giveUp},
+		sandbox.Options{PoolSize: 1, Now: f.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.FillPool(ctx); err == nil {
+		t.Fatal("filling went on after the caller gave up")
+	}
+	left, err := f.rt.List(context.Background(), map[string]string{sandbox.LabelInstance: svc.Instance()})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("left on the engine: %+v %v", left, err)
+	}
+}

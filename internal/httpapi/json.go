@@ -79,6 +79,17 @@ func plainJSON(s string) bool {
 	return true
 }
 
+// appendJSONString appends s as encoding/json writes a string: as it is when
+// plainJSON, through encoding/json itself otherwise (escapes, HTML characters,
+// invalid UTF-8), which is rare in what tuxlab writes this way.
+func appendJSONString(b []byte, s string) []byte {
+	if plainJSON(s) {
+		return appendPlainJSON(b, s)
+	}
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
 // appendPlainJSON appends "s"; the caller has checked plainJSON(s).
 func appendPlainJSON(b []byte, s string) []byte {
 	b = append(b, '"')

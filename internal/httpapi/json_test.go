@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -86,4 +87,46 @@ func TestAppendTimestampMatchesLayout(t *testing.T) {
 			t.Errorf("%v: got %s, want %s", at, got, want)
 		}
 	}
+}
+
+func TestModuleListJSONMatchesEncodingJSON(t *testing.T) {
+	// A field added to these types must be added to moduleList.appendJSON too.
+	if n, m := reflect.TypeFor[moduleResponse]().NumField(), reflect.TypeFor[themeSummary]().NumField(); n != 8 || m != 6 {
+		t.Fatalf("moduleResponse has %d fields and themeSummary %d: update moduleList.appendJSON and this test", n, m)
+	}
+	themes := []themeSummary{
+		{ID: 1, Slug: "ls", Title: "Listing files", OrderIndex: 1, EstimatedMinutes: 10, Completed: true},
+		{ID: 1 << 40, Slug: "jobs", Title: "Jobs in the shell with &, fg, bg", OrderIndex: -3},
+		{Title: "zoë <b> \"quoted\" back\\slash \t\u2028 \xff"},
+	}
+	for _, l := range []moduleList{
+		nil,
+		{},
+		{{}},
+		{{ID: 7, Slug: "basics", Title: "Basics", Name: "Basics", Description: "Start here.", OrderIndex: 2,
+			Themes: themes, Progress: progressResponse{Completed: 1, Total: 3}}},
+		{{Themes: []themeSummary{}}, {ID: 2, Description: "Line one\nline two — with a dash", Themes: themes[1:]}},
+	} {
+		got, self := appended(t, l)
+		if want := encodingJSON(t, []moduleResponse(l)); got != want {
+			t.Errorf("%+v:\n got %s\nwant %s", l, got, want)
+		}
+		if !self {
+			t.Errorf("%+v did not write itself", l)
+		}
+	}
+}
+
+// FuzzModuleListJSON checks that the module list writes what encoding/json
+// writes, whatever its strings and numbers.
+func FuzzModuleListJSON(f *testing.F) {
+	f.Add(int64(3), "basics", "Basics & more", "Start <here>.", 2, "ls", 10, true)
+	f.Fuzz(func(t *testing.T, id int64, slug, title, description string, order int, themeSlug string, minutes int, done bool) {
+		l := moduleList{{ID: id, Slug: slug, Title: title, Name: title, Description: description, OrderIndex: order,
+			Themes:   []themeSummary{{ID: -id, Slug: themeSlug, Title: description, OrderIndex: -order, EstimatedMinutes: minutes, Completed: done}},
+			Progress: progressResponse{Completed: order, Total: minutes}}}
+		if got, _ := appended(t, l); got != encodingJSON(t, []moduleResponse(l)) {
+			t.Fatalf("got %s\nwant %s", got, encodingJSON(t, []moduleResponse(l)))
+		}
+	})
 }

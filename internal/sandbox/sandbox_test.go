@@ -48,22 +48,16 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	if err := db.CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t: now}
-	svc, err := sandbox.NewService(ctx, db, rt, sandbox.Options{
-		IdleTimeout: 30 * time.Minute, MaxLifetime: 4 * time.Hour, Now: c.Now,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.EnsureDefaultTemplates(ctx); err != nil {
+	f := &fixture{db: db, rt: rt, clock: &clock{t: now}, user: sandbox.Actor{UserID: u.ID}}
+	f.svc = f.service(t, rt, sandbox.Options{IdleTimeout: 30 * time.Minute, MaxLifetime: 4 * time.Hour})
+	if err := f.svc.EnsureDefaultTemplates(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tpl, err := db.FindTemplateByName(ctx, "BusyBox")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{db: db, svc: svc, rt: rt, clock: c, user: sandbox.Actor{UserID: u.ID}, tpl: tpl.ID}
+	f.tpl = tpl.ID
 	t.Cleanup(func() {
 		cs, _, _ := db.FindContainers(context.Background(), sandbox.ContainerFilter{})
 		for _, c := range cs {
@@ -73,6 +67,18 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 		}
 	})
 	return f
+}
+
+// service is a sandbox service on f's database and clock over rt, with opt's
+// other options and its log discarded.
+func (f *fixture) service(t *testing.T, rt sandbox.Runtime, opt sandbox.Options) *sandbox.Service {
+	t.Helper()
+	opt.Now, opt.Log = f.clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := sandbox.NewService(context.Background(), f.db, rt, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 func (f *fixture) create(t *testing.T) *sandbox.Container {
@@ -227,10 +233,7 @@ func TestReconcileKeepsANewerRow(t *testing.T) {
 				t.Error(err)
 			}
 		}}
-		svc, err := sandbox.NewService(ctx, db, hooked, sandbox.Options{Now: f.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc := f.service(t, hooked, sandbox.Options{})
 		if err := f.rt.Remove(ctx, c.EngineID); err != nil {
 			t.Fatal(err)
 		}
@@ -301,11 +304,7 @@ func TestPoolFillCutShortLeavesNothing(t *testing.T) {
 	f := newFixture(t, db)
 	ctx, giveUp := context.WithCancel(context.Background())
 	defer giveUp()
-	svc, err := sandbox.NewService(context.Background(), db, startHook{Runtime: f.rt, giveUp: giveUp},
-		sandbox.Options{PoolSize: 1, Now: f.clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := f.service(t, startHook{Runtime: f.rt, giveUp: giveUp}, sandbox.Options{PoolSize: 1})
 	if err := svc.FillPool(ctx); err == nil {
 		t.Fatal("filling went on after the caller gave up")
 	}

@@ -109,21 +109,27 @@ func (t *terminalSession) Read(p []byte) (int, error) {
 		if t.scan.found {
 			return t.Session.Read(p)
 		}
-		buf := make([]byte, max(len(p), len(readyMarker)))
-		n, err := t.Session.Read(buf)
-		out, found := t.scan.feed(buf[:n])
-		if found {
-			t.sizeSet()
-		}
-		if err != nil {
-			out, t.readErr = append(out, t.scan.flush()...), err
-			t.markReady()
-		}
-		t.out = out
+		t.scanNext(make([]byte, max(len(p), len(readyMarker))))
 	}
 	n := copy(p, t.out)
 	t.out = t.out[n:]
 	return n, nil
+}
+
+// scanNext reads the stream once into buf, before the marker has passed:
+// what may be passed on joins t.out, the marker found applies the held size,
+// and the end of the stream is kept for Read to report.
+func (t *terminalSession) scanNext(buf []byte) {
+	n, err := t.Session.Read(buf)
+	out, found := t.scan.feed(buf[:n])
+	t.out = append(t.out, out...)
+	if found {
+		t.sizeSet()
+	}
+	if err != nil {
+		t.out, t.readErr = append(t.out, t.scan.flush()...), err
+		t.markReady()
+	}
 }
 
 // awaitSized reads the shell's output until the wrapper has set the size,
@@ -138,16 +144,7 @@ func (t *terminalSession) awaitSized(ctx context.Context) error {
 		if t.readErr != nil {
 			return t.readErr
 		}
-		n, err := t.Session.Read(buf)
-		out, found := t.scan.feed(buf[:n])
-		t.out = append(t.out, out...)
-		if found {
-			t.sizeSet()
-		}
-		if err != nil {
-			t.out, t.readErr = append(t.out, t.scan.flush()...), err
-			t.markReady()
-		}
+		t.scanNext(buf)
 	}
 	return nil
 }

@@ -115,50 +115,58 @@ func (l moduleList) appendJSON(b []byte) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		b = strconv.AppendInt(b, m.ID, 10)
-		b = append(b, `,"slug":`...)
-		b = appendJSONString(b, m.Slug)
-		b = append(b, `,"title":`...)
-		b = appendJSONString(b, m.Title)
-		b = append(b, `,"name":`...)
-		b = appendJSONString(b, m.Name)
-		b = append(b, `,"description":`...)
-		b = appendJSONString(b, m.Description)
-		b = append(b, `,"order_index":`...)
-		b = strconv.AppendInt(b, int64(m.OrderIndex), 10)
-		b = append(b, `,"themes":`...)
-		if m.Themes == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for j, t := range m.Themes {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"id":`...)
-				b = strconv.AppendInt(b, t.ID, 10)
-				b = append(b, `,"slug":`...)
-				b = appendJSONString(b, t.Slug)
-				b = append(b, `,"title":`...)
-				b = appendJSONString(b, t.Title)
-				b = append(b, `,"order_index":`...)
-				b = strconv.AppendInt(b, int64(t.OrderIndex), 10)
-				b = append(b, `,"estimated_minutes":`...)
-				b = strconv.AppendInt(b, int64(t.EstimatedMinutes), 10)
-				b = append(b, `,"completed":`...)
-				b = strconv.AppendBool(b, t.Completed)
-				b = append(b, '}')
-			}
-			b = append(b, ']')
-		}
-		b = append(b, `,"progress":{"completed":`...)
-		b = strconv.AppendInt(b, int64(m.Progress.Completed), 10)
-		b = append(b, `,"total":`...)
-		b = strconv.AppendInt(b, int64(m.Progress.Total), 10)
-		b = append(b, "}}"...)
+		b = m.appendJSON(b)
 	}
 	return append(b, ']'), true
+}
+
+func (m moduleResponse) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, m.ID, 10)
+	b = append(b, `,"slug":`...)
+	b = appendJSONString(b, m.Slug)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, m.Title)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, m.Name)
+	b = append(b, `,"description":`...)
+	b = appendJSONString(b, m.Description)
+	b = append(b, `,"order_index":`...)
+	b = strconv.AppendInt(b, int64(m.OrderIndex), 10)
+	b = append(b, `,"themes":`...)
+	if m.Themes == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, t := range m.Themes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = t.appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"progress":{"completed":`...)
+	b = strconv.AppendInt(b, int64(m.Progress.Completed), 10)
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, int64(m.Progress.Total), 10)
+	return append(b, "}}"...)
+}
+
+func (t themeSummary) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, t.ID, 10)
+	b = append(b, `,"slug":`...)
+	b = appendJSONString(b, t.Slug)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, t.Title)
+	b = append(b, `,"order_index":`...)
+	b = strconv.AppendInt(b, int64(t.OrderIndex), 10)
+	b = append(b, `,"estimated_minutes":`...)
+	b = strconv.AppendInt(b, int64(t.EstimatedMinutes), 10)
+	b = append(b, `,"completed":`...)
+	b = strconv.AppendBool(b, t.Completed)
+	return append(b, '}')
 }
 
 func (s *Server) handleTheme(w http.ResponseWriter, r *http.Request) error {

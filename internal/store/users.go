@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
@@ -86,8 +87,8 @@ func (s *DB) FindUserByID(ctx context.Context, id int64) (*auth.User, error) {
 
 // userForRequest reads a user without the password hash, which the
 // per-request check never needs and the cache had better not keep.
-const userForRequest = `SELECT id, username, email, '' AS password_hash, role, is_active, password_changed_at,
-	created_at, updated_at, tokens_revoked_at FROM users WHERE id = $1`
+var userForRequest = `SELECT ` + strings.Replace(userColumns, "password_hash", "'' AS password_hash", 1) +
+	` FROM users WHERE id = $1`
 
 // FindUserForRequest returns user id without its password hash, for the
 // identity check every authenticated request makes, or auth.ErrUserNotFound.

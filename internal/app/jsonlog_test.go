@@ -37,13 +37,18 @@ func record(msg string, attrs ...slog.Attr) slog.Record {
 	return r
 }
 
-func TestFastLogLinesMatchSlog(t *testing.T) {
-	access := record("request",
+// accessLine is a record shaped as the server's access line.
+func accessLine() slog.Record {
+	return record("request",
 		slog.String("request_id", "0123456789abcdef01234567"),
 		slog.Attr{Key: "request", Value: slog.GroupValue(slog.String("method", "GET"), slog.String("path", "/api/auth/me"),
 			slog.String("route", "GET /api/auth/me"), slog.String("remote", "127.0.0.1"))},
 		slog.Attr{Key: "response", Value: slog.GroupValue(slog.Int("status", 200), slog.Int64("bytes", 125),
 			slog.Float64("duration_ms", 0.123))})
+}
+
+func TestFastLogLinesMatchSlog(t *testing.T) {
+	access := accessLine()
 	zeroTime := record("no time", slog.Int("n", 1))
 	zeroTime.Time = time.Time{}
 	local := record("local time")
@@ -118,12 +123,7 @@ func BenchmarkAccessLine(b *testing.B) { benchAccessLine(b, newJSONHandler(disca
 func BenchmarkAccessLineSlog(b *testing.B) { benchAccessLine(b, slog.NewJSONHandler(discard{}, nil)) }
 
 func benchAccessLine(b *testing.B, h slog.Handler) {
-	r := record("request",
-		slog.String("request_id", "0123456789abcdef01234567"),
-		slog.Attr{Key: "request", Value: slog.GroupValue(slog.String("method", "GET"), slog.String("path", "/api/auth/me"),
-			slog.String("route", "GET /api/auth/me"), slog.String("remote", "127.0.0.1"))},
-		slog.Attr{Key: "response", Value: slog.GroupValue(slog.Int("status", 200), slog.Int64("bytes", 125),
-			slog.Float64("duration_ms", 0.123))})
+	r := accessLine()
 	b.ReportAllocs()
 	for b.Loop() {
 		h.Handle(context.Background(), r)

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,27 +135,174 @@ func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) stri
 	return res.Stdout
 }
 
-// TestTerminalCloseEndsItsProcesses: closing the socket ends the shell and
-// everything started from it, in the background or in the foreground (on
-// Docker 20.10 they all lived on).
-func TestTerminalCloseEndsItsProcesses(t *testing.T) {
+// learnerRuns types script into a new terminal of sandbox id, as a learner
+// would, and returns what the terminal printed up to the end marker.
+func learnerRuns(t *testing.T, e *apitest.Env, token string, id int64, script string) string {
+	t.Helper()
+	tc := dialSized(t, e, id, token, 200, 50)
+	tc.send(script + "; echo end-of-$((6*7))\n")
+	tc.waitFor("end-of-42")
+	out := tc.out.String()
+	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	// What the command printed: after its echo (the last: input typed ahead
+	// of the shell is echoed once more), without the terminal's
+	// escape sequences.
+	out = strings.ReplaceAll(ansi.ReplaceAllString(out, ""), "\r", "")
+	out = out[strings.LastIndex(out, "end-of-$((6*7))")+len("end-of-$((6*7))") : strings.LastIndex(out, "end-of-42")]
+	return strings.TrimSpace(out)
+}
+
+// ansi matches the escape sequences a terminal prints.
+var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[a-zA-Z]|\][^\x07]*\x07)`)
+
+// TestTerminalCloseIsAHangup: closing the socket hangs the terminal up, as
+// on a real machine (lesson 05/04, lab 5): the shell and its jobs, in the
+// background and in the foreground, get SIGHUP and end; what was started
+// with nohup, setsid, disown or as a daemon goes on running. Today's Docker
+// keeps an exec's terminal open with nobody attached, so without the relay
+// everything lived on; with a kill of all the terminal's processes, nothing
+// did.
+func TestTerminalCloseIsAHangup(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, templateNamed(t, e, "Debian"))
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	for _, line := range []string{
+		"sleep 1001 &",
+		"nohup sleep 1002 > /dev/null 2>&1 &",
+		"sleep 1003 & disown",
+		"setsid sleep 1004 &",
+		"(sleep 1005 &)", // a daemon's double fork: not a job of this shell
+		"sudo sleep 1006 &",
+		"printf 'pid=%s=\\n' $$",
+	} {
+		tc.send(line + "\n")
+	}
+	shell := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
+	tc.send("sleep 1007\n") // in the foreground when the line drops
+	eventually(t, 10*time.Second, "every sleep to start", func() bool {
+		return strings.Count(execOut(t, e, u.ID, c.ID, "ps -eo args"), "sleep 100") >= 7
+	})
+	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	waitTerminalsClosed(t, e)
+
+	out := learnerRuns(t, e, u.Token, c.ID, "pgrep -a sleep; test -d /proc/"+shell+" && echo shell-alive")
+	for _, survivor := range []string{"sleep 1002", "sleep 1003", "sleep 1004", "sleep 1005"} {
+		if !strings.Contains(out, survivor) {
+			t.Errorf("%s (nohup, disown, setsid or a daemon) did not survive the hang-up:\n%s", survivor, out)
+		}
+	}
+	for _, gone := range []string{"sleep 1001", "sleep 1006", "sleep 1007", "shell-alive"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("%s lives on after the hang-up:\n%s", gone, out)
+		}
+	}
+	// The learner's processes do not carry tuxlab's variables.
+	if env := learnerRuns(t, e, u.Token, c.ID, "env | grep -c ^TUXLAB_"); env != "0" {
+		t.Errorf("the shell's environment carries tuxlab's variables:\n%s", env)
+	}
+}
+
+// TestTerminalShellThatTrapsHangupIsEnded: a shell that traps SIGHUP does
+// not outlive its socket: the relay kills it after a grace, and the kernel
+// then hangs up the job it was waiting for.
+func TestTerminalShellThatTrapsHangupIsEnded(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
 	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
 	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-	tc.send("sleep 1000 & printf 'pid=%s=\\n' $$\n")
-	pid := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
-	tc.send("sleep 999\n")
-	eventually(t, 6*time.Second, "sleep 999 to start", func() bool {
-		return strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 999")
+	// Waiting for a command, the shell does not read the hung-up terminal,
+	// whose end-of-file would end it too. (A trap, not an ignored signal,
+	// which sleep would inherit.)
+	tc.send("trap 'echo hup' HUP; printf 'pid=%s=\\n' $$; sleep 3001\n")
+	shell := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
+	eventually(t, 10*time.Second, "sleep 3001 to start", func() bool {
+		return strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 3001")
 	})
 	tc.conn.Close(websocket.StatusNormalClosure, "bye")
 	waitTerminalsClosed(t, e)
-	out := execOut(t, e, u.ID, c.ID, "ps -o pid,args; test -d /proc/"+pid+" && echo shell-alive")
-	if strings.Contains(out, "sleep 1000") || strings.Contains(out, "sleep 999") || strings.Contains(out, "shell-alive") {
-		t.Fatalf("processes of the closed terminal (shell %s) survive:\n%s", pid, out)
+	if out := execOut(t, e, u.ID, c.ID, "ps -o args; test -d /proc/"+shell+" && echo shell-alive"); strings.Contains(out, "shell-alive") || strings.Contains(out, "sleep 3001") {
+		t.Fatalf("the shell %s that traps SIGHUP, or its command, outlived its terminal:\n%s", shell, out)
+	}
+}
+
+// TestTerminalForkBombEndsWithTheTerminal: a fork bomb holds the sandbox at
+// its pid limit, where nothing can be started in it (a reaper run through the
+// engine cannot fork); closing the terminal still ends the bomb, and the
+// sandbox is usable again.
+func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite")
+	root := e.CreateUser("root", auth.RoleAdmin)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var tpl templateBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=bomb&pids_limit=128&shell=/bin/bash&image=" + apitest.DebianImage,
+		Token: root.Token}).Expect(t, http.StatusCreated).JSON(t, &tpl)
+	c := createSandbox(t, e, u.Token, tpl.ID)
+	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	tc.send(":(){ :|:& };:\n")
+	eventually(t, 30*time.Second, "the bomb to fill the pid limit", func() bool {
+		// Between the bomb's births and deaths a slot is free now and then.
+		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID, sandbox.Script{Text: "ps -e --no-headers | wc -l"})
+		n, _ := strconv.Atoi(strings.TrimSpace(res.Stdout))
+		return err == nil && res.OK() && n >= 96
+	})
+	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	waitTerminalsClosed(t, e)
+	var out string
+	eventually(t, 30*time.Second, "the sandbox to answer again", func() bool {
+		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID, sandbox.Script{Text: "ps -e --no-headers | wc -l"})
+		if err == nil && res.OK() {
+			out = res.Stdout
+		}
+		return err == nil && res.OK()
+	})
+	if n, _ := strconv.Atoi(strings.TrimSpace(out)); n > 10 {
+		t.Fatalf("%d processes left after the bomb's terminal closed", n)
+	}
+	if got := learnerRuns(t, e, u.Token, c.ID, "echo the sandbox $((6*7))"); got != "the sandbox 42" {
+		t.Fatalf("a new terminal printed %q", got)
+	}
+}
+
+// TestTerminalOpenCloseCyclesLeaveNoShell: terminals closed as soon as they
+// open, four at a time, leave no shell behind (a close racing the start of
+// the shell left about one in 60).
+func TestTerminalOpenCloseCyclesLeaveNoShell(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	const cycles, together = 120, 4
+	for range cycles / together {
+		var wg sync.WaitGroup
+		for range together {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s", c.ID, u.Token)
+				conn, _, err := websocket.Dial(ctx, url, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				conn.Close(websocket.StatusNormalClosure, "bye")
+			})
+		}
+		wg.Wait()
+	}
+	waitTerminalsClosed(t, e)
+	out := execOut(t, e, u.ID, c.ID, "ps -o pid,args")
+	if n := strings.Count(out, "/bin/sh -l") + strings.Count(out, "tuxlab-tty"); n > 0 {
+		t.Fatalf("%d shells or relays left after %d open-close cycles:\n%s", n, cycles, out)
 	}
 }
 
@@ -184,8 +333,8 @@ func TestTerminalCloseEndsSudoProcesses(t *testing.T) {
 }
 
 // TestTerminalCyclesKeepThePidLimit: opening and closing terminals, each
-// leaving a background process, never exhausts a sandbox's pid limit (it ran
-// out after a dozen cycles at this limit).
+// closed with a command running, never exhausts a sandbox's pid limit (it ran
+// out after a dozen cycles at this limit when closed shells lived on).
 func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
@@ -204,7 +353,7 @@ func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
 	}()
 	for cycle = range 80 {
 		tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-		tc.send("sleep 1000 & echo up-$((40+2))\n")
+		tc.send("echo up-$((40+2)); sleep 1000\n")
 		tc.waitFor("up-42")
 		tc.conn.Close(websocket.StatusNormalClosure, "bye")
 		waitTerminalsClosed(t, e)
@@ -342,7 +491,7 @@ func TestTerminalsEndWhenAccessEnds(t *testing.T) {
 			u := e.CreateUser(strings.ReplaceAll(tt.name, " ", "-"), auth.RoleStudent)
 			c := createSandbox(t, e, u.Token, tpl)
 			tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-			tc.send("sleep 1000 & echo ready-$((1+1))\n")
+			tc.send("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
 			tc.waitFor("ready-2")
 			tt.act(u)
 			expectEnded(t, tc.readToClose(), tt.status, tt.detail)
@@ -406,7 +555,7 @@ func TestShutdownEndsTerminals(t *testing.T) {
 	}
 	tc := &termClient{t: t, conn: conn}
 	t.Cleanup(func() { conn.CloseNow() })
-	tc.send("sleep 1000 & echo ready-$((1+1))\n")
+	tc.send("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
 	tc.waitFor("ready-2")
 	stop()
 	end := tc.readToClose()

@@ -3,9 +3,13 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"time"
+
+	"tuxlab/internal/ttyrelay"
 )
 
 // Terminal opens a shell with a TTY in sandbox c, which the caller got from
@@ -41,38 +45,78 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	return ts, c, nil
 }
 
-// openShell starts t's shell with a TTY of cols × rows in container c.
+// openShell starts t's shell with a TTY of cols × rows in container c, under
+// the terminal relay (ttyrelay) so that closing it hangs it up.
 func (s *Service) openShell(ctx context.Context, rt Runtime, t *Template, c *Container, cols, rows uint) (*terminalSession, error) {
-	m := newMark()
+	m, token := newMark(), newMark()
 	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
-		// A login program would set USER and LOGNAME; the engine sets only HOME.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env()}})
+		// A login program would set USER and LOGNAME; the engine sets only
+		// HOME. The relay keeps the mark and the token from the shell.
+		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env(), ttyrelay.HangupEnv + "=" + string(token)}})
 	if err != nil {
 		return nil, err
 	}
-	// Docker 20.10 leaves an exec running when its stream closes, with
-	// everything it started: the pid limit would run out after some dozens
-	// of terminals. reap ends them on every engine.
 	ctx = context.WithoutCancel(ctx)
-	return &terminalSession{Session: sess, ctx: ctx, end: func() { s.reap(ctx, rt, t, c, m) }, ready: make(chan struct{})}, nil
+	return &terminalSession{Session: sess, ctx: ctx, token: string(token), ready: make(chan struct{}),
+		fallback: func() { s.hangupByMark(ctx, rt, t, c, m) }}, nil
 }
 
-// sizeWrapper sets the terminal's size ($1 columns, $2 rows), says so with
-// readyMarker, and then becomes the shell (the rest of its arguments). A
-// missing stty changes nothing.
-const sizeWrapper = `stty cols "$1" rows "$2" 2>/dev/null; printf '\033]tuxlab;sized\007'; shift 2; exec "$@"`
+// RelayPath is where sandboxes find the terminal relay: on the read-only
+// tools mount, out of reach of root in the sandbox.
+const RelayPath = ToolsDir + "/tuxlab-tty"
 
-// readyMarker is what sizeWrapper prints once the size is set: an OSC
-// sequence, which terminals ignore should one ever get through.
-var readyMarker = []byte("\x1b]tuxlab;sized\x07")
+// relayOrWrapper starts the relay ($1 columns, $2 rows, then the shell), or,
+// in a sandbox made before the tools mount existed, sets the size itself,
+// says so with the relay's ready marker, and becomes the shell: that shell
+// is then ended by hangupByMark alone.
+const relayOrWrapper = `[ -x ` + RelayPath + ` ] && exec ` + RelayPath + ` "$@"
+stty cols "$1" rows "$2" 2>/dev/null; printf '\033]tuxlab;sized\007'; shift 2; exec "$@"`
+
+// readyMarker is what the relay prints once the shell runs on a terminal of
+// the size asked for.
+var readyMarker = ttyrelay.ReadyMarker
 
 // sizedShell is the command that starts shell in a terminal of cols × rows.
 // Engines before API 1.42 (Docker 20.10) ignore an exec's initial size, and a
-// resize can only follow the start, racing the shell's first output; setting
-// the size inside the sandbox before the shell starts holds on every engine.
+// resize can only follow the start, racing the shell's first output; the
+// relay sets the size inside the sandbox before the shell starts, which holds
+// on every engine.
 func sizedShell(shell []string, cols, rows uint) []string {
-	return append([]string{"/bin/sh", "-c", sizeWrapper, "tuxlab-terminal",
+	return append([]string{"/bin/sh", "-c", relayOrWrapper, "tuxlab-terminal",
 		strconv.FormatUint(uint64(cols), 10), strconv.FormatUint(uint64(rows), 10)}, shell...)
+}
+
+// hangupGrace is how long a hung-up relay has to end the shell (it gives
+// the shell ttyrelay's default 2 s) before tuxlab turns to hangupByMark.
+const hangupGrace = 4 * time.Second
+
+// hangupScript sends SIGHUP to the processes carrying the mark $1 (a
+// terminal's relay, which hangs its terminal up on that signal) and, should
+// one still be there after a few seconds, kills it: its terminal's master
+// closes with it, which the kernel takes as a hang-up too. Only the relay
+// carries the mark; what the learner started does not. In a sandbox made
+// before the relay, the mark is the shell's, which then ends with SIGKILL.
+const hangupScript = `m=$1
+marked() { grep -zlx "` + markVar + `=$m" /proc/[0-9]*/environ 2>/dev/null; }
+for sig in HUP KILL; do
+  found=
+  for f in $(marked); do
+    p=${f#/proc/}; kill -$sig "${p%/environ}" 2>/dev/null && found=1
+  done
+  [ -z "$found" ] && break
+  [ $sig = HUP ] && sleep 3
+done; exit 0`
+
+// hangupByMark hangs up a terminal whose relay did not answer the in-band
+// request, through a process started in the sandbox (which a sandbox at its
+// pid limit may refuse: the in-band request needs none).
+func (s *Service) hangupByMark(ctx context.Context, rt Runtime, t *Template, c *Container, m mark) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", hangupScript, "hangup", string(m)}, User: t.User}
+	if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
+		s.opt.Log.Warn("could not hang up a terminal", "container_id", c.ID, "exit", code, "error", fmt.Sprint(err))
+	}
 }
 
 // terminalSession is a terminal's shell started by sizedShell. Its output is
@@ -83,9 +127,10 @@ func sizedShell(shell []string, cols, rows uint) []string {
 // the shell started.
 type terminalSession struct {
 	Session
-	ctx  context.Context // for the held resize; not cancelled
-	once sync.Once
-	end  func()
+	ctx      context.Context // for the held resize and the hang-up; not cancelled
+	token    string          // makes the in-band hang-up request genuine
+	once     sync.Once
+	fallback func() // hangs up through a process in the sandbox
 
 	ready     chan struct{} // closed once the marker has passed (or the stream has ended)
 	readyOnce sync.Once
@@ -185,12 +230,34 @@ func (t *terminalSession) sizeSet() {
 	t.pending = nil
 }
 
-// Close closes the stream, then kills the shell and what it started.
+// Close hangs the terminal up, as a real one when the line drops: the relay
+// closes the shell's terminal, the kernel sends the shell SIGHUP and the
+// shell passes it on to its jobs; what was started with nohup, setsid or
+// disowned goes on running. Close waits until the relay has ended, at most
+// a few seconds, then closes the stream.
 func (t *terminalSession) Close() error {
+	t.once.Do(t.hangUp)
 	err := t.Session.Close()
 	t.markReady() // a Write waiting for the marker fails on the closed stream
-	t.once.Do(t.end)
 	return err
+}
+
+// hangUp asks the relay, in band, to hang up, and waits for it to end. The
+// request is written even before the relay has said it is ready: the engine
+// holds it until the relay reads its input, so a terminal closed as soon as
+// it opened ends too. A relay that does not end (none in a sandbox made
+// before the tools mount, or one that never started) is hung up by the
+// fallback.
+func (t *terminalSession) hangUp() {
+	ctx, cancel := context.WithTimeout(t.ctx, hangupGrace)
+	defer cancel()
+	if _, err := t.Session.Write([]byte(ttyrelay.HangupRequest + t.token + "\a")); err == nil {
+		if _, err := t.Session.Wait(ctx); err == nil {
+			return
+		}
+	}
+	t.Session.Close()
+	t.fallback()
 }
 
 // readyScanner finds readyMarker in a stream and takes it out.
@@ -231,3 +298,7 @@ func markerPrefixAtEnd(b []byte) int {
 	}
 	return 0
 }
+
+// ToolsDir is where sandboxes see the tools tuxlab brings: mounted
+// read-only, out of reach of root in the sandbox.
+const ToolsDir = "/.tuxlab/bin"

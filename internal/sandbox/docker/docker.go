@@ -355,14 +355,17 @@ func (s *session) Resize(ctx context.Context, cols, rows uint) error {
 }
 
 // Wait polls the exec until it has ended and returns its exit code. The
-// stream's end comes first; the engine records the code just after.
+// stream's end comes first; the engine records the code just after. An exec
+// is not running before it has started either (the engine starts it after
+// handing over the stream): it has ended once it has had a pid, or an exit
+// code without one (it failed to start).
 func (s *session) Wait(ctx context.Context) (int, error) {
 	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 500*time.Millisecond) {
 		res, err := s.r.c.ExecInspect(ctx, s.id, client.ExecInspectOptions{})
 		if err != nil {
 			return -1, wrap(err)
 		}
-		if !res.Running {
+		if !res.Running && (res.PID != 0 || res.ExitCode != 0) {
 			return res.ExitCode, nil
 		}
 		select {

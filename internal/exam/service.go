@@ -203,9 +203,10 @@ func (s *Service) openAttempt(ctx context.Context, examID, userID int64) (*Attem
 	return open, nil
 }
 
-// Submission is a learner's answers, and optionally the sandbox practical
-// questions are checked in (default: the learner's running sandbox of the
-// exam's template that was active last).
+// Submission is a learner's answers (choice indexes in the order the attempt
+// shows), and optionally the sandbox practical questions are checked in: the
+// attempt's own, or for an attempt without one, another of the learner's
+// (default: their running sandbox of the exam's template active last).
 type Submission struct {
 	Answers     []Answer
 	ContainerID *int64

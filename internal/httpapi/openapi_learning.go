@@ -49,9 +49,10 @@ var (
 		"max_points":    intSchema, "question_count": intSchema, "has_practical": boolSchema,
 	}
 	questionProps = map[string]any{"id": intSchema, "position": intSchema, "kind": questionKind,
-		"prompt":  map[string]any{"type": "string", "description": "Markdown."},
-		"options": map[string]any{"type": "array", "items": strSchema, "description": "Choice questions: answer with their indexes, from 0."},
-		"points":  intSchema}
+		"prompt": map[string]any{"type": "string", "description": "Markdown."},
+		"options": map[string]any{"type": "array", "items": strSchema,
+			"description": "Choice questions. In an attempt (its start, GET /api/exams/attempts/{id}) in the order that attempt shows, which answers index from 0; in the exam's public view in the authored order."},
+		"points": intSchema}
 	examAttemptProps = map[string]any{"id": intSchema, "exam_id": intSchema, "user_id": intSchema, "status": attemptStatus,
 		"started_at": tsSchema, "expires_at": tsSchema, "finished_at": nullableTS,
 		"points": intSchema, "max_points": intSchema, "score": map[string]any{"type": "integer", "description": "Percent of max_points, rounded down."},

@@ -3,6 +3,7 @@ package content_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -220,6 +221,105 @@ func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 			t.Errorf("question %d after its solution: %s", q.Position, res.Transcript())
 		}
 	}
+}
+
+// survivalCases say, per bundled exam with a practical question asking for a
+// process that keeps running after the terminal closes, how to start that
+// process in a terminal so that the hangup of its closing would end it
+// (fragile), and so that it would not (sturdy); prepare runs as root first.
+var survivalCases = map[string]struct{ prepare, fragile, sturdy string }{
+	"processes-packages-services-logs-exam": {"", "nice -n 15 sleep 7200 &", "nohup nice -n 15 sleep 7200 >/dev/null 2>&1 &"},
+	"network-storage-ssh-scheduling-exam": {"echo '127.0.0.1 api.test' >> /etc/hosts",
+		"nc -lk 127.0.0.1 8080 &", "setsid nc -lk 127.0.0.1 8080 </dev/null >/dev/null 2>&1 &"},
+}
+
+// TestBundledSurvivalChecksAreStrict: a practical question that asks for a
+// process to keep running after the terminal closes passes only for one that
+// would survive the terminal's hangup. Started in a terminal with a plain &,
+// the check fails saying so; started with nohup or setsid, it passes.
+func TestBundledSurvivalChecksAreStrict(t *testing.T) {
+	t.Parallel()
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
+	exams, err := e.App.Exams.Exams(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i, x := range exams {
+		for _, q := range x.Questions {
+			if q.Kind != exam.Practical || !strings.Contains(strings.Join(strings.Fields(q.Prompt), " "), "after your terminal") {
+				continue
+			}
+			c, ok := survivalCases[x.Slug]
+			if !ok {
+				t.Errorf("%s question %d asks for a process that survives the terminal: add it to survivalCases", x.Slug, q.Position)
+				continue
+			}
+			found++
+			u := e.CreateUser(fmt.Sprintf("survivor%d", i), auth.RoleStudent)
+			t.Run(x.Slug, func(t *testing.T) { proveSurvival(t, e, u, *x.TemplateID, q, c.prepare, c.fragile, c.sturdy) })
+		}
+	}
+	if found != len(survivalCases) {
+		t.Errorf("%d questions found for %d cases", found, len(survivalCases))
+	}
+}
+
+func proveSurvival(t *testing.T, e *apitest.Env, u *apitest.User, templateID int64, q *exam.Question, prepare, fragile, sturdy string) {
+	ctx := context.Background()
+	box, err := e.App.Sandboxes.Create(ctx, sandbox.Actor{UserID: u.ID}, sandbox.NewContainer{TemplateID: templateID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, box.ID) })
+	run := func(sc sandbox.Script) *sandbox.Result {
+		ran, err := e.App.Sandboxes.ExecIn(ctx, box, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ran[0]
+	}
+	if prepare != "" {
+		if res := run(sandbox.Script{Text: prepare, AsRoot: true}); !res.OK() {
+			t.Fatalf("prepare: %s", res.Transcript())
+		}
+	}
+	term, _, err := e.App.Sandboxes.Terminal(ctx, box, 120, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	go io.Copy(io.Discard, term) // the shell's output, read so that it never blocks
+	typed := func(line string) {
+		if _, err := term.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// checkUntil runs the check until done says its result is the awaited
+	// one (the process typed into the terminal takes a moment to start).
+	checkUntil := func(what string, done func(*sandbox.Result) bool) *sandbox.Result {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res := run(sandbox.Script{Text: q.Key.Check, AsRoot: true})
+			if done(res) {
+				return res
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the check still says %s", what, res.Transcript())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	typed(fragile)
+	res := checkUntil("started with "+fragile, func(r *sandbox.Result) bool {
+		return r.OK() || len(r.Failures) > 0 && strings.Contains(r.Failures[0], "hangup")
+	})
+	if res.OK() {
+		t.Fatalf("the check passes for a process started with %q in a terminal, which the terminal's hangup would end", fragile)
+	}
+	typed("kill %1; wait; " + sturdy)
+	checkUntil("started with "+sturdy, (*sandbox.Result).OK)
 }
 
 // TestBundledPublicViewsCarryNoSecrets reads every bundled lab and exam as

@@ -244,6 +244,10 @@ await step("take an exam against its timer", async () => {
   await page.waitForSelector(".exam h1");
   await page.click("text=Start the exam");
   await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
+  // The bundled first exam has practical questions: the attempt gets a fresh
+  // sandbox of its own, named in the notice, and its terminal connects.
+  await page.waitForFunction(() => /sandbox \d+, made fresh/.test(document.querySelector(".sandbox-notice")?.textContent || ""));
+  await page.waitForSelector('.term[data-state="connected"]', { timeout: 90000 });
   const t1 = await page.textContent(".timer");
   await page.waitForFunction((t) => document.querySelector(".timer").textContent !== t, t1);
   const first = await page.$('.question input[type="radio"]');
@@ -259,8 +263,8 @@ await step("dashboard", async () => {
   await page.click('nav a[href="/dashboard"]');
   await page.waitForSelector(".tiles .tile");
   expect(/Lessons/.test(await page.textContent(".tiles")), "no lesson tile");
-  // The practice sandbox and the laboratory's, with their actions.
-  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 2);
+  // The practice sandbox, the laboratory's and the exam attempt's, with their actions.
+  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 3);
   expect(/running/.test(await page.textContent("#sandboxes ul")), "no running sandbox listed");
   await shot("dashboard", true);
 });

@@ -1,9 +1,10 @@
 // Package exam provides exams: timed sets of questions of four kinds
 // (single choice, multiple choice, short text, and practical tasks checked
-// by a script in the learner's running sandbox), attempts limited in number,
-// graded once at submission. Answers, accepted texts, scripts and solutions
-// are for admins only; after submitting, a learner sees per question whether
-// it was right and its explanation.
+// by a script in a sandbox made fresh for each attempt), attempts limited in
+// number, graded once at submission. Each attempt shows the options of its
+// choice questions in an order of its own. Answers, accepted texts, scripts
+// and solutions are for admins only; after submitting, a learner sees per
+// question whether it was right and its explanation.
 package exam
 
 import (
@@ -96,9 +97,95 @@ type Answer struct {
 // Attempt is one learner's go at an exam.
 type Attempt struct {
 	attempt.Attempt
-	ExamID  int64
-	Answers []Answer
-	Results []QuestionResult
+	ExamID int64
+	// Order is the order this attempt shows each choice question's options
+	// in, drawn at its start: Order[question id][shown index] is the
+	// option's authored index. A question without an order (an attempt made
+	// before orders were drawn) shows its options as authored.
+	Order map[int64][]int
+	// ContainerID is the sandbox made for this attempt, where its practical
+	// questions are graded; nil when the attempt has none (no practical
+	// question, or an attempt older than fresh sandboxes).
+	ContainerID *int64
+	Answers     []Answer // as the learner gave them: indexes in the shown order
+	Results     []QuestionResult
+}
+
+// OrderOf returns the order this attempt shows q's options in: its stored
+// order when that is a permutation of q's options, else the authored order
+// (an attempt made before orders were drawn, or a question whose options an
+// admin has since changed in number).
+func (a *Attempt) OrderOf(q *Question) []int {
+	if p, ok := a.Order[q.ID]; ok && isPermutation(p, len(q.Options)) {
+		return p
+	}
+	id := make([]int, len(q.Options))
+	for i := range id {
+		id[i] = i
+	}
+	return id
+}
+
+// Shown returns q as this attempt shows it: its options in the attempt's
+// order. The key is left out: what a learner's view is built from carries no
+// answer.
+func (a *Attempt) Shown(q *Question) *Question {
+	out := &Question{ID: q.ID, Position: q.Position, Kind: q.Kind, Prompt: q.Prompt, Points: q.Points, Explanation: q.Explanation,
+		Options: make([]string, len(q.Options))}
+	for shown, authored := range a.OrderOf(q) {
+		out.Options[shown] = q.Options[authored]
+	}
+	return out
+}
+
+// authored translates an answer given in the shown order into the authored
+// order its question's key uses.
+func (a *Attempt) authored(q *Question, an Answer) Answer {
+	order := a.OrderOf(q)
+	at := func(shown int) int {
+		if shown >= 0 && shown < len(order) {
+			return order[shown]
+		}
+		return shown // out of range: validation refuses it before grading
+	}
+	out := Answer{QuestionID: an.QuestionID, Text: an.Text}
+	if an.Choice != nil {
+		c := at(*an.Choice)
+		out.Choice = &c
+	}
+	if an.Choices != nil {
+		out.Choices = make([]int, len(an.Choices))
+		for i, c := range an.Choices {
+			out.Choices[i] = at(c)
+		}
+	}
+	return out
+}
+
+// drawOrder draws a random order for each choice question of e; perm returns
+// a random permutation of [0, n).
+func drawOrder(e *Exam, perm func(n int) []int) map[int64][]int {
+	order := map[int64][]int{}
+	for _, q := range e.Questions {
+		if q.Kind == SingleChoice || q.Kind == MultipleChoice {
+			order[q.ID] = perm(len(q.Options))
+		}
+	}
+	return order
+}
+
+func isPermutation(p []int, n int) bool {
+	if len(p) != n {
+		return false
+	}
+	seen := make([]bool, n)
+	for _, i := range p {
+		if i < 0 || i >= n || seen[i] {
+			return false
+		}
+		seen[i] = true
+	}
+	return true
 }
 
 // QuestionResult is how one question was graded.
@@ -144,6 +231,10 @@ type Store interface {
 	FindOpenAttempt(ctx context.Context, examID, userID int64) (*Attempt, error)
 	UpdateAttempt(ctx context.Context, id int64, change func(a *Attempt) error) (*Attempt, error)
 	CountAttempts(ctx context.Context, examID, userID int64) (int, error)
+	// FindEndedAttemptSandboxes returns the sandboxes, still there, of the
+	// user's exam attempts (of any exam) that are over: submitted, expired,
+	// or in progress past their deadline at now.
+	FindEndedAttemptSandboxes(ctx context.Context, userID int64, now time.Time) ([]int64, error)
 
 	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
-	"tuxlab/internal/activity"
 
+	"tuxlab/internal/activity"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
@@ -17,8 +18,11 @@ import (
 
 // Sandboxes is what exams need of the sandbox service.
 type Sandboxes interface {
+	Create(ctx context.Context, a sandbox.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
 	List(ctx context.Context, a sandbox.Actor) ([]*sandbox.Container, error)
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	Delete(ctx context.Context, a sandbox.Actor, id int64) error
 	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
 }
 
@@ -28,6 +32,9 @@ type Options struct {
 	Now          func() time.Time
 	Log          *slog.Logger
 	Activity     activity.Log // records starts and submissions with their rows (default: none)
+	// Perm returns a random permutation of [0, n): the order an attempt
+	// shows a choice question's options in (default math/rand/v2's Perm).
+	Perm func(n int) []int
 }
 
 // Service is the exam domain.
@@ -51,6 +58,9 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	if o.Activity == nil {
 		o.Activity = activity.Discard
 	}
+	if o.Perm == nil {
+		o.Perm = rand.Perm
+	}
 	return &Service{store: store, sandboxes: sandboxes, opt: o}
 }
 
@@ -64,37 +74,109 @@ func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) {
 	return s.store.FindExamByID(ctx, id)
 }
 
-// Start begins an attempt: 409 naming the open attempt when one is in
-// progress, 409 when every allowed attempt is used.
-func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*Attempt, error) {
+// Start begins an attempt of exam examID and returns it with the exam: 409
+// naming the open attempt when one is in progress, 409 when every allowed
+// attempt is used. The attempt shows each choice question's options in an
+// order drawn now. An exam with practical questions gets a sandbox made for
+// the attempt from its template, where they are graded (see freshSandbox).
+func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*Attempt, *Exam, error) {
 	e, err := s.store.FindExamByID(ctx, examID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if open, err := s.openAttempt(ctx, e.ID, a.UserID); err != nil {
-		return nil, err
+		return nil, nil, err
 	} else if open != nil {
-		return nil, attempt.OpenError(&open.Attempt)
+		return nil, nil, attempt.OpenError(&open.Attempt)
+	}
+	// Counted again when the attempt is stored; asked first so that no
+	// sandbox is made for a start that would be refused.
+	if left, err := s.AttemptsLeft(ctx, e, a.UserID); err != nil {
+		return nil, nil, err
+	} else if left == 0 {
+		return nil, nil, ErrNoAttemptsLeft
 	}
 	now := s.now()
 	at := &Attempt{Attempt: attempt.Attempt{UserID: a.UserID, Status: attempt.InProgress, StartedAt: now,
-		ExpiresAt: now.Add(time.Duration(e.TimeLimitMinutes) * time.Minute), MaxPoints: e.MaxPoints()}, ExamID: e.ID}
-	err = s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
+		ExpiresAt: now.Add(time.Duration(e.TimeLimitMinutes) * time.Minute), MaxPoints: e.MaxPoints()}, ExamID: e.ID,
+		Order: drawOrder(e, s.opt.Perm)}
+	if e.HasPractical() {
+		box, err := s.freshSandbox(ctx, a, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		at.ContainerID = &box.ID
+	}
+	if err := s.insert(ctx, e, at); err != nil {
+		return nil, nil, err
+	}
+	return at, e, nil
+}
+
+// insert stores a new attempt with the activity record of its start, in one
+// transaction. If the store refuses it (a concurrent start won, or the last
+// attempt was taken meanwhile), the sandbox made for it goes again.
+func (s *Service) insert(ctx context.Context, e *Exam, at *Attempt) error {
+	err := s.opt.Activity.InTx(ctx, func(ctx context.Context) error {
 		if err := s.store.CreateAttempt(ctx, at, e.MaxAttempts); err != nil {
 			return err
 		}
-		return s.opt.Activity.Record(ctx, &activity.Event{UserID: a.UserID, Kind: activity.ExamStarted, At: now, SubjectID: e.ID,
+		return s.opt.Activity.Record(ctx, &activity.Event{UserID: at.UserID, Kind: activity.ExamStarted, At: at.StartedAt, SubjectID: e.ID,
 			Title: e.Title, ModuleID: e.ModuleID})
 	})
-	if errors.Is(err, attempt.ErrOpen) {
-		if open, _ := s.store.FindOpenAttempt(ctx, e.ID, a.UserID); open != nil {
-			return nil, attempt.OpenError(&open.Attempt)
+	if err == nil {
+		return nil
+	}
+	if at.ContainerID != nil {
+		if derr := s.sandboxes.Delete(context.WithoutCancel(ctx), sandbox.Actor{UserID: at.UserID}, *at.ContainerID); derr != nil {
+			s.opt.Log.Warn("could not delete the sandbox of a refused exam start", "container_id", *at.ContainerID, "error", derr.Error())
 		}
 	}
+	if errors.Is(err, attempt.ErrOpen) {
+		if open, _ := s.store.FindOpenAttempt(ctx, e.ID, at.UserID); open != nil {
+			return attempt.OpenError(&open.Attempt)
+		}
+	}
+	return err
+}
+
+// freshSandbox makes the sandbox a new attempt's practical questions are
+// graded in, from the exam's template, so that nothing an earlier attempt
+// (or anything else) left behind can pass them. It first removes the
+// sandboxes of the learner's exam attempts that are over, so the new one
+// takes the place of the last attempt's instead of counting beside it
+// against the learner's sandbox quota. A quota still full is 409 saying
+// what to stop or delete.
+func (s *Service) freshSandbox(ctx context.Context, a sandbox.Actor, e *Exam) (*sandbox.Container, error) {
+	owner := sandbox.Actor{UserID: a.UserID}
+	ended, err := s.store.FindEndedAttemptSandboxes(ctx, a.UserID, s.now())
 	if err != nil {
 		return nil, err
 	}
-	return at, nil
+	for _, id := range ended {
+		if err := s.sandboxes.Delete(ctx, owner, id); err != nil && !errors.Is(err, sandbox.ErrContainerNotFound) {
+			return nil, err
+		}
+	}
+	c, err := s.sandboxes.Create(ctx, owner, sandbox.NewContainer{TemplateID: *e.TemplateID, Name: truncate("Exam: "+e.Title, sandbox.MaxNameLen)})
+	var quota *errs.Error
+	switch {
+	case errs.Is(err, errs.Invalid):
+		// The exam names a template that is gone: the exam's fault, not the learner's.
+		return nil, errs.E(errs.Conflict, "This exam's sandbox template is missing: an admin must fix the exam")
+	case errs.Is(err, errs.Conflict) && errors.As(err, &quota):
+		return nil, &errs.Error{Kind: errs.Conflict, Err: err,
+			Detail: "Each exam attempt grades its practical questions in a fresh sandbox of its own, and there is no room for it. " + quota.Detail}
+	}
+	return c, err
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
 }
 
 // AttemptsLeft says how many attempts the user may still start (-1: no limit).
@@ -121,9 +203,10 @@ func (s *Service) openAttempt(ctx context.Context, examID, userID int64) (*Attem
 	return open, nil
 }
 
-// Submission is a learner's answers, and optionally the sandbox practical
-// questions are checked in (default: the learner's running sandbox of the
-// exam's template that was active last).
+// Submission is a learner's answers (choice indexes in the order the attempt
+// shows), and optionally the sandbox practical questions are checked in: the
+// attempt's own, or for an attempt without one, another of the learner's
+// (default: their running sandbox of the exam's template active last).
 type Submission struct {
 	Answers     []Answer
 	ContainerID *int64
@@ -132,7 +215,10 @@ type Submission struct {
 // MaxTextAnswer bounds a short-text answer.
 const MaxTextAnswer = 1000
 
-// validate checks a submission against the exam; problems name their fields.
+// validate checks a submission against the exam: every answer names a
+// question of the exam once, and has the shape of its question's kind (a
+// choice for single choice, choices for multiple choice, a text for short
+// text, nothing for practical), in range. Problems name their fields.
 func (sub *Submission) validate(e *Exam) error {
 	var f errs.Fields
 	byID := map[int64]*Question{}
@@ -154,6 +240,7 @@ func (sub *Submission) validate(e *Exam) error {
 			f.Add([]any{"answers", i, "question_id"}, "This question is answered twice", "value_error")
 		}
 		seen[a.QuestionID] = true
+		checkShape(&f, []any{"answers", i}, q.Kind, a)
 		inRange := func(c int) bool { return c >= 0 && c < len(q.Options) }
 		switch q.Kind {
 		case SingleChoice:
@@ -179,10 +266,28 @@ func (sub *Submission) validate(e *Exam) error {
 	return f.Err()
 }
 
+// checkShape refuses the fields of an answer that its question's kind does
+// not take, so a client that sends `choices` to a single-choice question
+// learns of it instead of scoring nothing.
+func checkShape(f *errs.Fields, loc []any, k Kind, a Answer) {
+	takes := map[Kind]string{SingleChoice: "choice", MultipleChoice: "choices", ShortText: "text"}
+	hint := map[Kind]string{SingleChoice: "one option index in `choice`", MultipleChoice: "option indexes in `choices`",
+		ShortText: "its answer in `text`", Practical: "no answer: its check runs in the sandbox"}
+	for _, given := range []struct {
+		field   string
+		present bool
+	}{{"choice", a.Choice != nil}, {"choices", a.Choices != nil}, {"text", a.Text != nil}} {
+		if field := given.field; given.present && takes[k] != field {
+			f.Add(append(slices.Clone(loc), field), fmt.Sprintf("A %s question takes %s, not `%s`", k, hint[k], field), "extra_forbidden")
+		}
+	}
+}
+
 // Submit grades the actor's open attempt once: of concurrent submits one
 // grades and the others get 409; after the deadline it is 409 and the
-// attempt ends as expired. Practical questions are checked in the learner's
-// running sandbox.
+// attempt ends as expired. Choice answers are option indexes in the order
+// the attempt shows; practical questions are checked in the attempt's
+// sandbox (see gradingSandbox).
 func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub Submission) (*Attempt, *Exam, error) {
 	e, err := s.store.FindExamByID(ctx, examID)
 	if err != nil {
@@ -205,7 +310,7 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 	if refusal != nil {
 		return nil, nil, refusal
 	}
-	results, points, err := s.grade(ctx, a, e, sub)
+	results, points, err := s.grade(ctx, a, e, open, sub)
 	if err != nil {
 		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
 		return nil, nil, err
@@ -227,30 +332,11 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 	return at, e, err
 }
 
-// grade scores every question; unanswered ones score nothing.
-func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, sub Submission) ([]QuestionResult, int, error) {
-	// Every practical check runs first, in one go in the learner's sandbox.
-	checked := map[int64]*sandbox.Result{}
-	if e.HasPractical() {
-		box, err := s.practicalSandbox(ctx, a, e, sub.ContainerID)
-		if err != nil {
-			return nil, 0, err
-		}
-		var practical []*Question
-		var checks []sandbox.Script
-		for _, q := range e.Questions {
-			if q.Kind == Practical {
-				practical = append(practical, q)
-				checks = append(checks, sandbox.Script{Text: q.Key.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: 16 << 10})
-			}
-		}
-		ran, err := s.sandboxes.ExecIn(ctx, box, checks...)
-		if err != nil {
-			return nil, 0, err
-		}
-		for i, q := range practical {
-			checked[q.ID] = ran[i]
-		}
+// grade scores every question of attempt at; unanswered ones score nothing.
+func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, sub Submission) ([]QuestionResult, int, error) {
+	checked, err := s.runPractical(ctx, a, e, at, sub.ContainerID)
+	if err != nil {
+		return nil, 0, err
 	}
 	answers := map[int64]Answer{}
 	for _, an := range sub.Answers {
@@ -261,13 +347,14 @@ func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, sub Submi
 	for i, q := range e.Questions {
 		r := QuestionResult{QuestionID: q.ID, Position: q.Position, Kind: q.Kind, MaxPoints: q.Points, Feedback: []string{}}
 		an, answered := answers[q.ID]
-		switch q.Kind {
-		case Practical:
-			res := checked[q.ID]
+		switch res := checked[q.ID]; {
+		case q.Kind != Practical:
+			r.Correct = answered && q.correct(at.authored(q, an))
+		case res == nil:
+			r.Feedback = []string{sandboxGone}
+		default:
 			r.Correct, r.Feedback = res.Verdict()
 			r.Output = res.Transcript()
-		default:
-			r.Correct = answered && q.correct(an)
 		}
 		if r.Correct {
 			r.Points = q.Points
@@ -276,6 +363,40 @@ func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, sub Submi
 		results[i] = r
 	}
 	return results, points, nil
+}
+
+// sandboxGone is a practical question's feedback when the attempt's sandbox
+// was deleted before the submission.
+const sandboxGone = "The sandbox of this attempt no longer exists, so this task could not be checked"
+
+// runPractical runs every practical check of e in one go in the sandbox of
+// attempt at, and returns each question's result; none when the exam has no
+// practical question or the attempt's sandbox is gone.
+func (s *Service) runPractical(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, named *int64) (map[int64]*sandbox.Result, error) {
+	checked := map[int64]*sandbox.Result{}
+	if !e.HasPractical() {
+		return checked, nil
+	}
+	box, err := s.gradingSandbox(ctx, a, e, at, named)
+	if err != nil || box == nil {
+		return checked, err
+	}
+	var practical []*Question
+	var checks []sandbox.Script
+	for _, q := range e.Questions {
+		if q.Kind == Practical {
+			practical = append(practical, q)
+			checks = append(checks, sandbox.Script{Text: q.Key.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: 16 << 10})
+		}
+	}
+	ran, err := s.sandboxes.ExecIn(ctx, box, checks...)
+	if err != nil {
+		return nil, err
+	}
+	for i, q := range practical {
+		checked[q.ID] = ran[i]
+	}
+	return checked, nil
 }
 
 // correct grades a non-practical answer.
@@ -311,11 +432,44 @@ func normalize(s string, caseSensitive bool) string {
 	return s
 }
 
-// practicalSandbox finds the running sandbox practical questions are checked
-// in: the one the learner named, or their last active running sandbox of the
-// exam's template. Without one the submit is refused (409) and the attempt
-// stays open, so the learner can start a sandbox and submit again.
-func (s *Service) practicalSandbox(ctx context.Context, a sandbox.Actor, e *Exam, id *int64) (*sandbox.Container, error) {
+// gradingSandbox returns the running sandbox the practical questions of
+// attempt at are graded in. An attempt made with a sandbox of its own is
+// graded there and nowhere else: naming another is 422, a sandbox the idle
+// stop stopped is started again, and one that is gone (deleted, or broken)
+// is nil, which fails those questions rather than keeping the attempt open
+// for good. An attempt without one (started before attempts had their own)
+// is graded in legacySandbox.
+func (s *Service) gradingSandbox(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, named *int64) (*sandbox.Container, error) {
+	if at.ContainerID == nil {
+		return s.legacySandbox(ctx, a, e, named)
+	}
+	if named != nil && *named != *at.ContainerID {
+		return nil, errs.Field([]any{"container_id"},
+			fmt.Sprintf("This attempt's practical questions are graded in its own sandbox, %d: name that one or none", *at.ContainerID), "value_error")
+	}
+	owner := sandbox.Actor{UserID: at.UserID}
+	c, err := s.sandboxes.Get(ctx, owner, *at.ContainerID)
+	if errors.Is(err, sandbox.ErrContainerNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch c.Status {
+	case sandbox.StatusRunning:
+		return c, nil
+	case sandbox.StatusStopped:
+		return s.sandboxes.Start(ctx, owner, c.ID)
+	}
+	return nil, nil // broken: as good as gone
+}
+
+// legacySandbox finds the running sandbox the practical questions of an
+// attempt without a sandbox of its own are checked in: the one the learner
+// named, or their last active running sandbox of the exam's template.
+// Without one the submit is refused (409) and the attempt stays open, so the
+// learner can start a sandbox and submit again.
+func (s *Service) legacySandbox(ctx context.Context, a sandbox.Actor, e *Exam, id *int64) (*sandbox.Container, error) {
 	if id != nil {
 		c, err := s.sandboxes.Get(ctx, sandbox.Actor{UserID: a.UserID}, *id)
 		if errors.Is(err, sandbox.ErrContainerNotFound) {
@@ -348,10 +502,10 @@ func (s *Service) practicalSandbox(ctx context.Context, a sandbox.Actor, e *Exam
 	return best, nil
 }
 
-// Results returns a finished attempt for its owner (or an admin); another
-// user's is ErrAttemptNotFound. An attempt past its deadline is ended as
-// expired on the way; one still in progress is ErrNotFinished.
-func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
+// Attempt returns one attempt, in any state, for its owner (or an admin)
+// with its exam; another user's is ErrAttemptNotFound. An attempt past its
+// deadline is ended as expired on the way.
+func (s *Service) Attempt(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
 	at, err := s.store.FindAttemptByID(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -364,9 +518,19 @@ func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Atte
 			return nil, nil, err
 		}
 	}
+	e, err := s.store.FindExamByID(ctx, at.ExamID)
+	return at, e, err
+}
+
+// Results returns a finished attempt as Attempt does; one still in progress
+// is ErrNotFinished.
+func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
+	at, e, err := s.Attempt(ctx, a, id)
+	if err != nil {
+		return nil, nil, err
+	}
 	if at.Open() {
 		return nil, nil, ErrNotFinished
 	}
-	e, err := s.store.FindExamByID(ctx, at.ExamID)
-	return at, e, err
+	return at, e, nil
 }

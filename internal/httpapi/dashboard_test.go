@@ -116,12 +116,12 @@ func TestDashboardFollowsAScriptedLearner(t *testing.T) {
 			}
 			ex := createExam(t, e, admin, "slug=quiz&title=Quiz&time_limit_minutes=10&passing_score=50", map[string]any{"questions": []map[string]any{
 				{"kind": "single_choice", "prompt": "Pick b", "options": []string{"a", "b"}, "answer": 1}}})
-			for _, choice := range []int{0, 1} {
-				clock.Set(fmt.Sprintf("2026-03-03T1%d:00:00Z", choice))
-				e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID), Token: alice.Token}).Expect(t, 201)
-				clock.Set(fmt.Sprintf("2026-03-03T1%d:05:00Z", choice))
+			for i, option := range []string{"a", "b"} {
+				clock.Set(fmt.Sprintf("2026-03-03T1%d:00:00Z", i))
+				at := startExam(t, e, alice.Token, ex.ID)
+				clock.Set(fmt.Sprintf("2026-03-03T1%d:05:00Z", i))
 				e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/submit", ex.ID), Token: alice.Token,
-					Body: map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": choice}}}}).Expect(t, 200)
+					Body: map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": at.shown(t, ex.Questions[0].ID, option)}}}}).Expect(t, 200)
 			}
 
 			var st dashboardStatsBody

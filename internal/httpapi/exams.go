@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"tuxlab/internal/exam"
 )
@@ -111,11 +113,38 @@ func newExamAttemptResponse(a *exam.Attempt) examAttemptResponse {
 		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed}
 }
 
+// examAttemptDetailResponse is an attempt as its learner works on it: the
+// sandbox its practical questions are graded in, and the questions with
+// their options in the order this attempt shows (the order answers use).
+type examAttemptDetailResponse struct {
+	examAttemptResponse
+	ContainerID   *int64             `json:"container_id"`
+	TerminalURL   *string            `json:"terminal_url"`
+	SandboxNotice *string            `json:"sandbox_notice"`
+	Questions     []questionResponse `json:"questions"`
+}
+
+func newExamAttemptDetail(a *exam.Attempt, e *exam.Exam) examAttemptDetailResponse {
+	r := examAttemptDetailResponse{examAttemptResponse: newExamAttemptResponse(a), ContainerID: a.ContainerID,
+		Questions: make([]questionResponse, len(e.Questions))}
+	if a.ContainerID != nil {
+		url := "/ws/terminal/" + strconv.FormatInt(*a.ContainerID, 10)
+		notice := fmt.Sprintf("The practical questions of this attempt are graded in sandbox %d, made fresh for it from the exam's template: "+
+			"nothing from an earlier attempt or another sandbox is in it, so do every task there.", *a.ContainerID)
+		r.TerminalURL, r.SandboxNotice = &url, &notice
+	}
+	for i, q := range e.Questions {
+		r.Questions[i] = newQuestionResponse(a.Shown(q))
+	}
+	return r
+}
+
 type questionResultResponse struct {
 	QuestionID  int64    `json:"question_id"`
 	Position    int      `json:"position"`
 	Kind        string   `json:"kind"`
 	Prompt      string   `json:"prompt"`
+	Options     []string `json:"options"`
 	Correct     bool     `json:"correct"`
 	Points      int      `json:"points"`
 	MaxPoints   int      `json:"max_points"`
@@ -139,9 +168,9 @@ func newExamResults(a *exam.Attempt, e *exam.Exam, admin bool) examResultsRespon
 	r := examResultsResponse{examAttemptResponse: newExamAttemptResponse(a), ExamTitle: e.Title, Questions: make([]questionResultResponse, 0, len(a.Results))}
 	for _, res := range a.Results {
 		qr := questionResultResponse{QuestionID: res.QuestionID, Position: res.Position, Kind: string(res.Kind), Correct: res.Correct,
-			Points: res.Points, MaxPoints: res.MaxPoints, Feedback: orEmpty(res.Feedback)}
+			Points: res.Points, MaxPoints: res.MaxPoints, Feedback: orEmpty(res.Feedback), Options: []string{}}
 		if q := byID[res.QuestionID]; q != nil {
-			qr.Prompt, qr.Explanation = q.Prompt, q.Explanation
+			qr.Prompt, qr.Explanation, qr.Options = q.Prompt, q.Explanation, a.Shown(q).Options
 		}
 		if admin && res.Output != "" {
 			out := res.Output
@@ -183,11 +212,24 @@ func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.exams.Start(r.Context(), actor(r), id)
+	a, e, err := s.exams.Start(r.Context(), actor(r), id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, newExamAttemptResponse(a))
+	writeJSON(w, http.StatusCreated, newExamAttemptDetail(a, e))
+	return nil
+}
+
+func (s *Server) handleExamAttempt(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	a, e, err := s.exams.Attempt(r.Context(), actor(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newExamAttemptDetail(a, e))
 	return nil
 }
 

@@ -26,6 +26,55 @@ type examBody struct {
 	} `json:"questions"`
 }
 
+// examAttemptBody is an attempt as its learner works on it.
+type examAttemptBody struct {
+	ID            int64   `json:"id"`
+	ExamID        int64   `json:"exam_id"`
+	Status        string  `json:"status"`
+	StartedAt     string  `json:"started_at"`
+	ExpiresAt     string  `json:"expires_at"`
+	ContainerID   *int64  `json:"container_id"`
+	TerminalURL   *string `json:"terminal_url"`
+	SandboxNotice *string `json:"sandbox_notice"`
+	Questions     []struct {
+		ID      int64    `json:"id"`
+		Kind    string   `json:"kind"`
+		Options []string `json:"options"`
+	} `json:"questions"`
+}
+
+// shown returns the index at which the attempt shows the option of question
+// qid that reads text.
+func (a examAttemptBody) shown(t *testing.T, qid int64, text string) int {
+	t.Helper()
+	for _, q := range a.Questions {
+		if q.ID == qid {
+			if i := slices.Index(q.Options, text); i >= 0 {
+				return i
+			}
+		}
+	}
+	t.Fatalf("attempt %d shows no option %q for question %d: %+v", a.ID, text, qid, a.Questions)
+	return -1
+}
+
+// options returns the options the attempt shows for question qid.
+func (a examAttemptBody) options(qid int64) []string {
+	for _, q := range a.Questions {
+		if q.ID == qid {
+			return q.Options
+		}
+	}
+	return nil
+}
+
+func startExam(t *testing.T, e *apitest.Env, token string, examID int64) examAttemptBody {
+	t.Helper()
+	var at examAttemptBody
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", examID), Token: token}).Expect(t, 201).JSON(t, &at)
+	return at
+}
+
 type examResultsBody struct {
 	ID        int64  `json:"id"`
 	ExamID    int64  `json:"exam_id"`
@@ -36,6 +85,7 @@ type examResultsBody struct {
 	Passed    bool   `json:"passed"`
 	Questions []struct {
 		QuestionID  int64    `json:"question_id"`
+		Options     []string `json:"options"`
 		Correct     bool     `json:"correct"`
 		Points      int      `json:"points"`
 		Explanation string   `json:"explanation"`
@@ -102,15 +152,9 @@ func TestExamAttemptLifecycle(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID)}).Expect(t, 401)
 
 		// Start; a second start names the attempt in progress.
-		var at struct {
-			ID        int64  `json:"id"`
-			Status    string `json:"status"`
-			StartedAt string `json:"started_at"`
-			ExpiresAt string `json:"expires_at"`
-		}
 		start := fmt.Sprintf("/api/exams/%d/start", ex.ID)
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-		if at.Status != "in_progress" || at.ExpiresAt <= at.StartedAt {
+		at := startExam(t, e, alice.Token, ex.ID)
+		if at.Status != "in_progress" || at.ExpiresAt <= at.StartedAt || len(at.Questions) != 3 || at.ContainerID != nil || at.SandboxNotice != nil {
 			t.Fatalf("attempt %+v", at)
 		}
 		var clash struct {
@@ -145,11 +189,12 @@ func TestExamAttemptLifecycle(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: bob.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409)
 
 		// First attempt: single right (2), multiple wrong (a subset), short text right
-		// despite case and spaces (1): 3 of 4 = 75, passed at 70.
+		// despite case and spaces (1): 3 of 4 = 75, passed at 70. Options are
+		// named by their index in the order the attempt shows them.
 		var res examResultsBody
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []map[string]any{
-			{"question_id": q[0].ID, "choice": 1},
-			{"question_id": q[1].ID, "choices": []int{0, 1}},
+			{"question_id": q[0].ID, "choice": at.shown(t, q[0].ID, "/etc/shadow")},
+			{"question_id": q[1].ID, "choices": []int{at.shown(t, q[1].ID, "chmod"), at.shown(t, q[1].ID, "chown")}},
 			{"question_id": q[2].ID, "text": "  " + strings.ToUpper(examAcceptSecret) + " "},
 		}}}).Expect(t, 200).JSON(t, &res)
 		if res.Status != "submitted" || res.Points != 3 || res.Score != 75 || !res.Passed || len(res.Questions) != 3 {
@@ -157,6 +202,12 @@ func TestExamAttemptLifecycle(t *testing.T) {
 		}
 		if !res.Questions[0].Correct || res.Questions[1].Correct || !res.Questions[2].Correct || res.Questions[1].Explanation != "ls only reads." {
 			t.Fatalf("per question %+v", res.Questions)
+		}
+		// The results show the options as the attempt did.
+		if !slices.Equal(res.Questions[0].Options, at.options(q[0].ID)) || !slices.Equal(res.Questions[1].Options, at.options(q[1].ID)) ||
+			len(res.Questions[2].Options) != 0 {
+			t.Fatalf("results show options %v and %v, the attempt showed %v and %v", res.Questions[0].Options, res.Questions[1].Options,
+				at.options(q[0].ID), at.options(q[1].ID))
 		}
 		// Graded once: a second submit is refused and changes nothing.
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409)
@@ -322,53 +373,326 @@ func TestAdminExamAuthoring(t *testing.T) {
 	})
 }
 
-// TestExamPracticalQuestion: a practical question is checked by its script in
-// the learner's running sandbox; without one the submit waits for it.
-func TestExamPracticalQuestion(t *testing.T) {
+// TestExamOptionOrder: every attempt shows each choice question's options in
+// an order of its own, stored with it; answers are indexes in that order and
+// are graded against it. Admins see the authored order.
+func TestExamOptionOrder(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		bob := e.CreateUser("bob", auth.RoleStudent)
+		// Twenty options: two attempts showing the same order, or an attempt
+		// showing the authored one, is a chance of one in 20! (2.4e18).
+		options := make([]string, 20)
+		for i := range options {
+			options[i] = fmt.Sprintf("option %c", 'a'+i)
+		}
+		ex := createExam(t, e, admin, "slug=order&title=Order", map[string]any{"questions": []map[string]any{
+			{"kind": "single_choice", "prompt": "Pick c.", "options": options, "answer": 2},
+			{"kind": "multiple_choice", "prompt": "Pick a and t.", "options": options, "answers": []int{0, 19}},
+			{"kind": "short_text", "prompt": "Say yes.", "accept": []string{"yes"}},
+		}})
+		single, multi := ex.Questions[0].ID, ex.Questions[1].ID
+
+		a1, b1 := startExam(t, e, alice.Token, ex.ID), startExam(t, e, bob.Token, ex.ID)
+		for _, at := range []examAttemptBody{a1, b1} {
+			for _, qid := range []int64{single, multi} {
+				got := slices.Clone(at.options(qid))
+				if slices.Equal(got, options) {
+					t.Fatalf("attempt %d shows question %d in the authored order", at.ID, qid)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, options) {
+					t.Fatalf("attempt %d shows question %d with options %v, not a reordering of the authored ones", at.ID, qid, got)
+				}
+			}
+			if len(at.options(ex.Questions[2].ID)) != 0 {
+				t.Fatalf("a short-text question shows options: %+v", at.Questions)
+			}
+		}
+		if slices.Equal(a1.options(single), b1.options(single)) {
+			t.Fatalf("two attempts show the same order %v", a1.options(single))
+		}
+		// The order is stored: reading the attempt again shows the same one;
+		// another learner's attempt is not there; the admin view keeps the
+		// authored order.
+		var again examAttemptBody
+		e.Get(fmt.Sprintf("/api/exams/attempts/%d", a1.ID), alice.Token).Expect(t, 200).JSON(t, &again)
+		if !slices.Equal(again.options(single), a1.options(single)) || !slices.Equal(again.options(multi), a1.options(multi)) {
+			t.Fatalf("the attempt shows %v now, %v at its start", again.options(single), a1.options(single))
+		}
+		e.Get(fmt.Sprintf("/api/exams/attempts/%d", a1.ID), bob.Token).Expect(t, 404)
+		e.Get("/api/exams/attempts/999999", alice.Token).Expect(t, 404)
+		var adminView examBody
+		e.Get(fmt.Sprintf("/api/admin/exams/%d", ex.ID), admin.Token).Expect(t, 200).JSON(t, &adminView)
+		if !slices.Equal(adminView.Questions[0].Options, options) {
+			t.Fatalf("the admin view shows %v", adminView.Questions[0].Options)
+		}
+
+		// Graded against the attempt's order: alice names the right options
+		// by where she sees them; bob names them by their authored indexes,
+		// which his attempt shows elsewhere.
+		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
+		var res examResultsBody
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []map[string]any{
+			{"question_id": single, "choice": a1.shown(t, single, "option c")},
+			{"question_id": multi, "choices": []int{a1.shown(t, multi, "option t"), a1.shown(t, multi, "option a")}},
+		}}}).Expect(t, 200).JSON(t, &res)
+		if !res.Questions[0].Correct || !res.Questions[1].Correct || res.Points != 2 {
+			t.Fatalf("right options in the shown order: %+v", res)
+		}
+		if !slices.Equal(res.Questions[0].Options, a1.options(single)) {
+			t.Fatalf("results show %v, the attempt showed %v", res.Questions[0].Options, a1.options(single))
+		}
+		// Bob answers with the authored indexes: right only where his attempt
+		// happens to show the right options there (a chance of 1 in 20 and
+		// 1 in 190), whatever the order, so the test holds for every draw.
+		authoredC, authoredAT := 2, []int{0, 19}
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: bob.Token, Body: map[string]any{"answers": []map[string]any{
+			{"question_id": single, "choice": authoredC}, {"question_id": multi, "choices": authoredAT},
+		}}}).Expect(t, 200).JSON(t, &res)
+		bobSingle := b1.options(single)[authoredC] == "option c"
+		bobMulti := []string{b1.options(multi)[0], b1.options(multi)[19]}
+		slices.Sort(bobMulti)
+		if res.Questions[0].Correct != bobSingle || res.Questions[1].Correct != slices.Equal(bobMulti, []string{"option a", "option t"}) {
+			t.Fatalf("authored indexes on bob's attempt %v / %v graded %+v", b1.options(single), b1.options(multi), res.Questions)
+		}
+
+		// An attempt without a stored order (one begun before orders were
+		// drawn) shows and grades the authored order.
+		a2 := startExam(t, e, alice.Token, ex.ID)
+		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE exam_attempts SET option_order = '{}' WHERE id = $1`, a2.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.Get(fmt.Sprintf("/api/exams/attempts/%d", a2.ID), alice.Token).Expect(t, 200).JSON(t, &again)
+		if !slices.Equal(again.options(single), options) {
+			t.Fatalf("an attempt without an order shows %v", again.options(single))
+		}
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []map[string]any{
+			{"question_id": single, "choice": authoredC}, {"question_id": multi, "choices": authoredAT},
+		}}}).Expect(t, 200).JSON(t, &res)
+		if !res.Questions[0].Correct || !res.Questions[1].Correct {
+			t.Fatalf("authored indexes on an attempt without an order: %+v", res)
+		}
+	})
+}
+
+// TestExamAnswerShapes: an answer must have the shape of its question's
+// kind; anything else is 422 naming the field, and nothing is graded.
+func TestExamAnswerShapes(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		body := fixtureExamBody()
+		body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
+			"kind": "practical", "prompt": "Create the file /tmp/exam-practical-done.", "check": examCheckSecret})
+		apitest.RegisterSecret(examCheckSecret, "a practical check")
+		// Answers are validated before anything else, so the practical
+		// question needs no sandbox here.
+		ex := createExam(t, e, admin, fmt.Sprintf("slug=shapes&title=Shapes&template_id=%d", tpl), body)
+		single, multi, text, practical := ex.Questions[0].ID, ex.Questions[1].ID, ex.Questions[2].ID, ex.Questions[3].ID
+		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
+		cases := []struct {
+			answers []map[string]any
+			want    []string
+		}{
+			{[]map[string]any{{"question_id": single, "choices": []int{1}}}, []string{"body.answers.0.choices"}},
+			{[]map[string]any{{"question_id": single, "choices": []int{}}}, []string{"body.answers.0.choices"}},
+			{[]map[string]any{{"question_id": single, "choice": 1, "text": "b"}}, []string{"body.answers.0.text"}},
+			{[]map[string]any{{"question_id": multi, "choice": 0}}, []string{"body.answers.0.choice"}},
+			{[]map[string]any{{"question_id": multi, "text": "chmod"}}, []string{"body.answers.0.text"}},
+			{[]map[string]any{{"question_id": text, "choice": 0}, {"question_id": text + 1000, "text": "x"}},
+				[]string{"body.answers.0.choice", "body.answers.1.question_id"}},
+			{[]map[string]any{{"question_id": text, "text": "ok"}, {"question_id": practical, "text": "done"}}, []string{"body.answers.1.text"}},
+			{[]map[string]any{{"question_id": practical, "choices": []int{0}}}, []string{"body.answers.0.choices"}},
+		}
+		for _, c := range cases {
+			r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": c.answers}}).Expect(t, 422)
+			if got := locs(t, r); !slices.Equal(got, c.want) {
+				t.Errorf("%v: 422 at %v, want %v", c.answers, got, c.want)
+			}
+		}
+		// A well-shaped submission (an answer to a practical question with
+		// nothing but its id is fine) gets past validation: no attempt is open.
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []map[string]any{
+			{"question_id": single, "choice": 1}, {"question_id": multi, "choices": []int{}}, {"question_id": text, "text": "x"},
+			{"question_id": practical}}}}).Expect(t, 409)
+	})
+}
+
+// examPracticalFixture creates, on BusyBox, the fixture exam with a practical
+// question worth 3 points: its check passes once /tmp/exam-practical-done exists.
+func examPracticalFixture(t *testing.T, e *apitest.Env, admin *apitest.User, query string) examBody {
+	t.Helper()
+	apitest.RegisterSecret(examCheckSecret, "a practical check")
+	apitest.RegisterSecret(examSolSecret, "a practical solution")
+	tpl := busyboxTemplate(t, e)
+	body := fixtureExamBody()
+	body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
+		"kind": "practical", "prompt": "Create the file /tmp/exam-practical-done.", "check": examCheckSecret, "solution": examSolSecret, "points": 3,
+		"explanation": "touch creates an empty file."})
+	return createExam(t, e, admin, fmt.Sprintf("%s&template_id=%d", query, tpl), body)
+}
+
+// solveIn runs the fixture's practical solution in sandbox id as its owner.
+func solveIn(t *testing.T, e *apitest.Env, owner *apitest.User, id int64) {
+	t.Helper()
+	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: owner.ID}, id, sandbox.Script{Text: examSolSecret})
+	if err != nil || !res.OK() {
+		t.Fatalf("solution in sandbox %d: %v %v", id, err, res)
+	}
+}
+
+// TestExamPracticalFreshSandbox: each attempt of an exam with a practical
+// question gets a sandbox made for it, where the question is graded; a
+// retake does not pass on what the previous attempt left behind, and its
+// sandbox takes the previous one's place in the learner's quota.
+func TestExamPracticalFreshSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		admin := e.CreateUser("root", auth.RoleAdmin)
 		alice := e.CreateUser("alice", auth.RoleStudent)
 		bob := e.CreateUser("bob", auth.RoleStudent)
-		apitest.RegisterSecret(examCheckSecret, "a practical check")
-		apitest.RegisterSecret(examSolSecret, "a practical solution")
-		tpl := busyboxTemplate(t, e)
-		body := fixtureExamBody()
-		body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
-			"kind": "practical", "prompt": "Create the file /tmp/exam-practical-done.", "check": examCheckSecret, "solution": examSolSecret, "points": 3,
-			"explanation": "touch creates an empty file."})
-		ex := createExam(t, e, admin, fmt.Sprintf("slug=practical&title=Practical&template_id=%d", tpl), body)
-		start, submit := fmt.Sprintf("/api/exams/%d/start", ex.ID), fmt.Sprintf("/api/exams/%d/submit", ex.ID)
+		ex := examPracticalFixture(t, e, admin, "slug=practical&title=Practical")
+		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		empty := map[string]any{"answers": []any{}}
+		tpl := busyboxTemplate(t, e)
+		// A sandbox of alice's own, running, as a lesson leaves one: the
+		// default quota lets her run two.
+		own := createSandbox(t, e, alice.Token, tpl)
+		solveIn(t, e, alice, own.ID)
 
-		// No running sandbox: refused, and the attempt stays open.
-		var at struct{ ID int64 }
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-		if r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 409); !strings.Contains(r.Detail(), "sandbox") {
-			t.Fatalf("submit without a sandbox: %s", r.Body)
+		// The start names the attempt's fresh sandbox.
+		first := startExam(t, e, alice.Token, ex.ID)
+		if first.ContainerID == nil || *first.ContainerID == own.ID || first.TerminalURL == nil ||
+			*first.TerminalURL != fmt.Sprintf("/ws/terminal/%d", *first.ContainerID) ||
+			first.SandboxNotice == nil || !strings.Contains(*first.SandboxNotice, fmt.Sprint(*first.ContainerID)) || !strings.Contains(*first.SandboxNotice, "fresh") {
+			t.Fatalf("start %+v", first)
 		}
-		c := createSandbox(t, e, alice.Token, tpl)
-		other := createSandbox(t, e, bob.Token, tpl)
-		// Another user's sandbox cannot be named.
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": other.ID}}).Expect(t, 422)
+		var box containerBody
+		e.Get(fmt.Sprintf("/api/containers/%d", *first.ContainerID), alice.Token).Expect(t, 200).JSON(t, &box)
+		if box.Status != "running" || box.Name != "Exam: Practical" || box.TemplateID != tpl {
+			t.Fatalf("the attempt's sandbox %+v", box)
+		}
+		e.Get(fmt.Sprintf("/api/exams/attempts/%d", first.ID), bob.Token).Expect(t, 404)
+		// Another sandbox than the attempt's cannot be named, not even her own.
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": own.ID}}).Expect(t, 422)
 
-		// Unsolved: the check's FAIL line is the feedback.
+		// Graded in the attempt's sandbox, not in her other one where the
+		// file exists: unsolved, the check's FAIL line is the feedback.
 		var res examResultsBody
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
-		p := res.Questions[3]
-		if p.Correct || len(p.Feedback) != 1 || p.Feedback[0] != "/tmp/exam-practical-done does not exist" || p.Output != nil {
+		if p := res.Questions[3]; p.Correct || len(p.Feedback) != 1 || p.Feedback[0] != "/tmp/exam-practical-done does not exist" || p.Output != nil {
 			t.Fatalf("unsolved practical %+v", p)
 		}
 
-		// Solved in the sandbox: the next attempt's check passes.
-		if _, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, c.ID, sandbox.Script{Text: examSolSecret}); err != nil {
-			t.Fatal(err)
+		// Second attempt: solved in its sandbox, stopped there by the idle
+		// stop (as it may be), started again to be graded: it passes.
+		second := startExam(t, e, alice.Token, ex.ID)
+		if second.ContainerID == nil || *second.ContainerID == *first.ContainerID {
+			t.Fatalf("the retake's sandbox %v, the first attempt's %d", second.ContainerID, *first.ContainerID)
 		}
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": c.ID}}).Expect(t, 200).JSON(t, &res)
+		e.Get(fmt.Sprintf("/api/containers/%d", *first.ContainerID), alice.Token).Expect(t, 404) // replaced
+		solveIn(t, e, alice, *second.ContainerID)
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", *second.ContainerID), Token: alice.Token}).Expect(t, 200)
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": *second.ContainerID}}).
+			Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; !p.Correct || p.Points != 3 || res.Points != 3 {
 			t.Fatalf("solved practical %+v (total %d)", p, res.Points)
+		}
+
+		// A retake does not pass on the previous attempt's state: a fresh
+		// sandbox again, where nothing is solved.
+		third := startExam(t, e, alice.Token, ex.ID)
+		e.Get(fmt.Sprintf("/api/containers/%d", *second.ContainerID), alice.Token).Expect(t, 404)
+		var mine []containerBody
+		e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+		if len(mine) != 2 {
+			t.Fatalf("alice has %d sandboxes, want her own and the attempt's: %+v", len(mine), mine)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		if p := res.Questions[3]; p.Correct || res.Points != 0 {
+			t.Fatalf("a retake passed on the previous attempt's state: %+v", p)
+		}
+
+		// A deleted attempt sandbox fails the practical question rather than
+		// keeping the attempt open, and no other sandbox stands in for it.
+		fourth := startExam(t, e, alice.Token, ex.ID)
+		e.Get(fmt.Sprintf("/api/containers/%d", *third.ContainerID), alice.Token).Expect(t, 404)
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", *fourth.ContainerID), Token: alice.Token}).Expect(t, 200)
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		if p := res.Questions[3]; p.Correct || len(p.Feedback) != 1 || !strings.Contains(p.Feedback[0], "no longer exists") {
+			t.Fatalf("practical with the attempt's sandbox deleted: %+v", p)
+		}
+	})
+}
+
+// TestExamSandboxQuota: the attempt's sandbox counts against the learner's
+// quota; when there is no room a start is 409 saying what to do, and uses
+// no attempt and leaves nothing behind.
+func TestExamSandboxQuota(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		ex := examPracticalFixture(t, e, admin, "slug=quota&title=Quota&max_attempts=1")
+		tpl := busyboxTemplate(t, e)
+		a := createSandbox(t, e, alice.Token, tpl)
+		createSandbox(t, e, alice.Token, tpl) // two running: the default running quota is full
+
+		r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID), Token: alice.Token}).Expect(t, 409)
+		if d := r.Detail(); !strings.Contains(d, "fresh sandbox") || !strings.Contains(d, "stop one") {
+			t.Fatalf("start with a full quota: %s", r.Body)
+		}
+		var mine []containerBody
+		e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+		if len(mine) != 2 {
+			t.Fatalf("a refused start left %d sandboxes", len(mine))
+		}
+		// Stopping one makes room; the refused start used none of her one attempt.
+		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", a.ID), Token: alice.Token}).Expect(t, 200)
+		if at := startExam(t, e, alice.Token, ex.ID); at.ContainerID == nil {
+			t.Fatalf("start %+v", at)
+		}
+	})
+}
+
+// TestExamLegacyAttemptSandbox: an attempt begun before attempts had a
+// sandbox of their own is graded as it was then: in the sandbox named, or
+// the learner's running one of the exam's template, and without one the
+// submit waits for it.
+func TestExamLegacyAttemptSandbox(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		bob := e.CreateUser("bob", auth.RoleStudent)
+		ex := examPracticalFixture(t, e, admin, "slug=legacy&title=Legacy")
+		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
+		at := startExam(t, e, alice.Token, ex.ID)
+		// As the attempt would be without its sandbox.
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", *at.ContainerID), Token: alice.Token}).Expect(t, 200)
+		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE exam_attempts SET container_id = NULL WHERE id = $1`, at.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409); !strings.Contains(r.Detail(), "sandbox") {
+			t.Fatalf("submit without a sandbox: %s", r.Body)
+		}
+		tpl := busyboxTemplate(t, e)
+		c := createSandbox(t, e, alice.Token, tpl)
+		other := createSandbox(t, e, bob.Token, tpl)
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": other.ID}}).Expect(t, 422)
+		solveIn(t, e, alice, c.ID)
+		var res examResultsBody
+		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 200).JSON(t, &res)
+		if p := res.Questions[3]; !p.Correct {
+			t.Fatalf("legacy attempt, solved in the learner's sandbox: %+v", p)
 		}
 	})
 }

@@ -49,9 +49,10 @@ var (
 		"max_points":    intSchema, "question_count": intSchema, "has_practical": boolSchema,
 	}
 	questionProps = map[string]any{"id": intSchema, "position": intSchema, "kind": questionKind,
-		"prompt":  map[string]any{"type": "string", "description": "Markdown."},
-		"options": map[string]any{"type": "array", "items": strSchema, "description": "Choice questions: answer with their indexes, from 0."},
-		"points":  intSchema}
+		"prompt": map[string]any{"type": "string", "description": "Markdown."},
+		"options": map[string]any{"type": "array", "items": strSchema,
+			"description": "Choice questions. In an attempt (its start, GET /api/exams/attempts/{id}) in the order that attempt shows, which answers index from 0; in the exam's public view in the authored order."},
+		"points": intSchema}
 	examAttemptProps = map[string]any{"id": intSchema, "exam_id": intSchema, "user_id": intSchema, "status": attemptStatus,
 		"started_at": tsSchema, "expires_at": tsSchema, "finished_at": nullableTS,
 		"points": intSchema, "max_points": intSchema, "score": map[string]any{"type": "integer", "description": "Percent of max_points, rounded down."},
@@ -121,18 +122,27 @@ var learningSchemas = map[string]any{
 	}),
 	"ExamBody": obj(nil, map[string]any{"description": strSchema,
 		"questions": map[string]any{"type": "array", "items": ref("QuestionInput"), "maxItems": 100, "description": "Replaces the questions; ids are kept by position."}}),
-	"ExamAttempt": obj(keys(examAttemptProps), examAttemptProps),
+	"ExamAttempt": closed(append(keys(examAttemptProps), "container_id", "terminal_url", "sandbox_notice", "questions"), withProps(examAttemptProps, map[string]any{
+		"container_id": map[string]any{"type": []string{"integer", "null"},
+			"description": "The sandbox made fresh for this attempt, where its practical questions are graded; null when the exam has none (or the attempt began before attempts had their own)."},
+		"terminal_url":   map[string]any{"type": []string{"string", "null"}, "description": "Path of that sandbox's terminal WebSocket; add ?token=."},
+		"sandbox_notice": map[string]any{"type": []string{"string", "null"}, "description": "Says, for the learner, which sandbox the practical questions are graded in and that it is fresh."},
+		"questions": map[string]any{"type": "array", "items": ref("Question"),
+			"description": "The exam's questions, each choice question's options in the order this attempt shows them: answers give indexes in this order."}})),
 	"Answer": obj([]string{"question_id"}, map[string]any{"question_id": intSchema,
-		"choice":  map[string]any{"type": "integer", "description": "single_choice: the chosen option's index."},
-		"choices": map[string]any{"type": "array", "items": intSchema, "description": "multiple_choice: every chosen option's index."},
-		"text":    map[string]any{"type": "string", "maxLength": 1000, "description": "short_text."}}),
+		"choice": map[string]any{"type": "integer", "description": "single_choice only: the chosen option's index in the order the attempt shows (its `questions`)."},
+		"choices": map[string]any{"type": "array", "items": intSchema,
+			"description": "multiple_choice only: every chosen option's index in the order the attempt shows."},
+		"text": map[string]any{"type": "string", "maxLength": 1000, "description": "short_text only."}}),
 	"SubmitExamRequest": obj([]string{"answers"}, map[string]any{
-		"answers":      map[string]any{"type": "array", "items": ref("Answer"), "description": "At most one per question; practical questions need none."},
-		"container_id": map[string]any{"type": "integer", "description": "The sandbox to check practical questions in; default: your last active running sandbox of the exam's template."},
+		"answers": map[string]any{"type": "array", "items": ref("Answer"), "description": "At most one per question; practical questions need none."},
+		"container_id": map[string]any{"type": "integer",
+			"description": "Optional: the attempt's own sandbox (its container_id), where its practical questions are graded; another is 422. For an attempt begun without one: the sandbox to check them in (default: your last active running sandbox of the exam's template)."},
 	}),
-	"QuestionResult": obj([]string{"question_id", "position", "kind", "prompt", "correct", "points", "max_points", "explanation", "feedback"}, map[string]any{
+	"QuestionResult": obj([]string{"question_id", "position", "kind", "prompt", "options", "correct", "points", "max_points", "explanation", "feedback"}, map[string]any{
 		"question_id": intSchema, "position": intSchema, "kind": questionKind, "prompt": strSchema, "correct": boolSchema,
-		"points": intSchema, "max_points": intSchema, "explanation": strSchema, "feedback": feedback,
+		"options": map[string]any{"type": "array", "items": strSchema, "description": "Choice questions: the options in the order this attempt showed them."},
+		"points":  intSchema, "max_points": intSchema, "explanation": strSchema, "feedback": feedback,
 		"output": map[string]any{"type": "string", "description": "Admins only: a practical check's output."},
 	}),
 	"ExamResults": obj(append(keys(examAttemptProps), "exam_title", "questions"), withProps(examAttemptProps, map[string]any{
@@ -160,10 +170,12 @@ var (
 
 	docExams     = op{tag: "exams", summary: "Exams (public): titles, limits and counts", status: 200, result: "ExamSummaryList"}
 	docExam      = op{tag: "exams", summary: "An exam with its questions (public): never an answer, accepted text or script", status: 200, result: "Exam", errors: []int{404}}
-	docExamStart = op{tag: "exams", summary: "Start an attempt", status: 201, result: "ExamAttempt", errors: []int{404, 409},
-		desc: "409 with `attempt_id` and its `expires_at` when an attempt is in progress; 409 when every allowed attempt is used. expires_at is started_at plus the time limit."}
+	docExamStart = op{tag: "exams", summary: "Start an attempt: its questions in the order it shows, and a fresh sandbox for practical questions", status: 201, result: "ExamAttempt", errors: []int{404, 409, 503},
+		desc: "Each attempt shows every choice question's options in an order drawn at its start; answers give indexes in that order. An exam with practical questions makes a sandbox for the attempt from its template (container_id, terminal_url, sandbox_notice), where they are graded; it replaces the sandbox of your previous exam attempt. 409 with `attempt_id` and its `expires_at` when an attempt is in progress; 409 when every allowed attempt is used, or when your sandbox quota leaves no room for the attempt's sandbox (the detail says what to stop or delete; no attempt is used); 503 without an engine or when the platform is at capacity. expires_at is started_at plus the time limit."}
+	docExamAttempt = op{tag: "exams", summary: "An attempt of yours, in any state: its sandbox and its questions in the order it shows", status: 200, result: "ExamAttempt", errors: []int{404},
+		desc: "What a client needs to carry on with an attempt it did not start (another tab, a reload: the 409 of a start names it). Another user's attempt is 404. An attempt past its deadline ends as expired on the way."}
 	docExamSubmit = op{tag: "exams", summary: "Submit answers: graded once, at once", body: "SubmitExamRequest", status: 200, result: "ExamResults", errors: []int{404, 409, 503},
-		desc: "Practical questions are checked by their script in your running sandbox. 409 after the deadline (the attempt ends as expired), when already submitted, when no attempt is in progress, or when a practical question finds no running sandbox (the attempt stays open)."}
+		desc: "Choice answers are indexes in the order the attempt shows; an answer whose shape does not fit its question's kind (`choices` on a single-choice question, `text` on a choice question...) is 422. Practical questions are checked by their script in the attempt's own sandbox (started again if the idle stop stopped it; one the learner deleted fails them). 409 after the deadline (the attempt ends as expired), when already submitted, or when no attempt is in progress; for an attempt begun without a sandbox of its own, also when a practical question finds no running sandbox (the attempt stays open)."}
 	docExamResults = op{tag: "exams", summary: "Results of your attempt: score, passed, per question right or not and why", status: 200, result: "ExamResults", errors: []int{404, 409},
 		desc: "Another user's attempt is 404. 409 while the attempt is in progress."}
 

@@ -65,6 +65,7 @@ func (s *Server) coreRoutes() []route {
 		{"GET", "/api/exams/{id}", public, s.handleExam, docExam},
 		{"POST", "/api/exams/{id}/start", user, s.handleExamStart, docExamStart},
 		{"POST", "/api/exams/{id}/submit", user, s.handleExamSubmit, docExamSubmit},
+		{"GET", "/api/exams/attempts/{id}", user, s.handleExamAttempt, docExamAttempt},
 		{"GET", "/api/exams/attempts/{id}/results", user, s.handleExamResults, docExamResults},
 
 		// Laboratories

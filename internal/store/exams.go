@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/exam"
@@ -24,7 +25,7 @@ const (
 	created_at, updated_at`
 	questionColumns    = `id, exam_id, position, kind, prompt, options, points, explanation, answer_key`
 	examAttemptColumns = `id, exam_id, user_id, status, started_at, expires_at, finished_at, grading_since,
-	points, max_points, score, passed, answers, results`
+	points, max_points, score, passed, answers, results, option_order, container_id`
 )
 
 func scanExam(row scanner) (*exam.Exam, error) {
@@ -68,12 +69,13 @@ func scanQuestion(row scanner) (questionRow, error) {
 
 func scanExamAttempt(row scanner) (*exam.Attempt, error) {
 	var (
-		a                 exam.Attempt
-		finished, grading sql.NullTime
-		answers, results  string
+		a                       exam.Attempt
+		finished, grading       sql.NullTime
+		answers, results, order string
+		container               sql.NullInt64
 	)
 	err := row.Scan(&a.ID, &a.ExamID, &a.UserID, &a.Status, &a.StartedAt, &a.ExpiresAt, &finished, &grading,
-		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &answers, &results)
+		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &answers, &results, &order, &container)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, exam.ErrAttemptNotFound
 	}
@@ -86,6 +88,10 @@ func scanExamAttempt(row scanner) (*exam.Attempt, error) {
 	if err := json.Unmarshal([]byte(results), &a.Results); err != nil {
 		return nil, fmt.Errorf("exam attempt %d results: %w", a.ID, err)
 	}
+	if err := json.Unmarshal([]byte(order), &a.Order); err != nil {
+		return nil, fmt.Errorf("exam attempt %d option order: %w", a.ID, err)
+	}
+	a.ContainerID = nullInt(container)
 	a.StartedAt, a.ExpiresAt = a.StartedAt.UTC(), a.ExpiresAt.UTC()
 	a.FinishedAt, a.GradingSince = nullTime(finished), nullTime(grading)
 	return &a, nil
@@ -243,14 +249,39 @@ func (s *ExamStore) CreateAttempt(ctx context.Context, a *exam.Attempt, maxAttem
 		if maxAttempts > 0 && n >= maxAttempts {
 			return exam.ErrNoAttemptsLeft
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO exam_attempts (exam_id, user_id, status, started_at, expires_at, max_points)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			a.ExamID, a.UserID, a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints).Scan(&a.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO exam_attempts (exam_id, user_id, status, started_at, expires_at, max_points,
+			option_order, container_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			a.ExamID, a.UserID, a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints, orderJSON(a.Order), intArg(a.ContainerID)).Scan(&a.ID)
 		if errors.Is(translate(err), ErrUnique) {
 			return attempt.ErrOpen
 		}
 		return err
 	})
+}
+
+// orderJSON encodes an attempt's option order ({} for none).
+func orderJSON(order map[int64][]int) string {
+	if order == nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(order) // a map of int slices always encodes
+	return string(b)
+}
+
+func scanID(row scanner) (int64, error) {
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+// FindEndedAttemptSandboxes returns the sandboxes that still exist of the
+// user's exam attempts that are over (submitted, expired, or in progress past
+// their deadline at now), of any exam.
+func (s *ExamStore) FindEndedAttemptSandboxes(ctx context.Context, userID int64, now time.Time) ([]int64, error) {
+	return queryAll(ctx, s.q(ctx), scanID, `SELECT DISTINCT a.container_id FROM exam_attempts a JOIN containers c ON c.id = a.container_id
+		WHERE a.user_id = $1 AND c.user_id = $1
+		AND (a.status IN ('submitted', 'expired') OR (a.status = 'in_progress' AND a.expires_at <= $2))
+		ORDER BY a.container_id`, userID, now.UTC())
 }
 
 // CountAttempts counts a user's attempts of an exam.

@@ -26,12 +26,14 @@ export async function containerById(id, say) {
 }
 
 /**
- * lessonSandbox returns the learner's practice sandbox (not a lab's), running:
+ * lessonSandbox returns the learner's practice sandbox (not a lab's or an
+ * exam attempt's), running:
  * templateId picks the template (default: Debian, else the first).
  */
 export async function lessonSandbox(say = () => {}, templateId) {
   const list = await api("GET", "/api/containers/sandbox");
-  let usable = list.filter((c) => !c.name.startsWith("Lab: ") && c.status !== "error");
+  // Labs and exam attempts have sandboxes of their own, which go with them.
+  let usable = list.filter((c) => !c.name.startsWith("Lab: ") && !c.name.startsWith("Exam: ") && c.status !== "error");
   if (templateId) usable = usable.filter((c) => c.template_id === templateId);
   const remembered = Number(sessionStorage.getItem(REMEMBER));
   let c = usable.find((c) => c.id === remembered) || usable.find((c) => c.status === "running") || usable[0];

@@ -1,10 +1,12 @@
-// Exams: the list, and one exam with its questions, a timer from the
-// attempt's deadline, a sandbox for practical questions, and the results.
+// Exams: the list, and one exam: an attempt's questions (each choice
+// question's options in the order that attempt shows them, which is the
+// order answers use), a timer from the attempt's deadline, the sandbox made
+// for the attempt when it has practical questions, and the results.
 import { api, serverOffset } from "../api.js";
 import { h, append, clear, toast, fmtClock } from "../dom.js";
 import { markdown } from "../md.js";
 import { TerminalPanel } from "../terminal.js";
-import { lessonSandbox } from "../sandbox.js";
+import { containerById, lessonSandbox } from "../sandbox.js";
 import { split } from "./lesson.js";
 
 const key = (id) => `tuxlab.exam.${id}`;
@@ -28,32 +30,16 @@ export async function render(ctx) {
   const id = Number(ctx.params[0]);
   const exam = await api("GET", `/api/exams/${id}`);
   ctx.title(exam.title);
-  let attempt = null, offset = 0, clock = null, panel = null, submitting = false;
+  let attempt = null, offset = 0, clock = null, panel = null, submitting = false, inputs = [];
 
   const timer = h("span", { class: "timer" });
   const status = h("div", { role: "status", "aria-live": "polite" });
   const startBtn = h("button", { type: "button" }, "Start the exam");
   const form = h("form", { class: "questions", hidden: true });
   const submitBtn = h("button", { type: "submit" }, "Submit answers");
-  const inputs = exam.questions.map((q, i) => {
-    const name = `q${q.id}`;
-    let control;
-    if (q.kind === "single_choice" || q.kind === "multiple_choice") {
-      const type = q.kind === "single_choice" ? "radio" : "checkbox";
-      control = h("fieldset", null, h("legend", { class: "sr" }, "Options"), q.options.map((o, i) =>
-        h("label", { class: "option" }, h("input", { type, name, value: String(i) }), " ", o)));
-    } else if (q.kind === "short_text") {
-      control = h("input", { type: "text", name, "aria-label": "Your answer", autocomplete: "off", maxlength: 1000 });
-    } else {
-      control = h("p", { class: "muted" }, "Do this in your sandbox (the terminal): it is checked when you submit.");
-    }
-    const result = h("div", { class: "q-result" });
-    const li = h("li", { class: "question", dataset: { kind: q.kind } },
-      h("div", { class: "q-head" }, h("span", { class: "badge" }, String(i + 1)), h("span", { class: "pts" }, `${q.points} pt · ${q.kind.replace("_", " ")}`)),
-      h("div", { class: "prose" }, markdown(q.prompt)), control, result);
-    return { q, li, result };
-  });
-  append(form, [h("div", { class: "lab-actions attempt-bar" }, submitBtn, timer), h("ol", null, inputs.map((x) => x.li))]);
+  const notice = h("p", { class: "notice sandbox-notice", hidden: true });
+  const list = h("ol");
+  append(form, [h("div", { class: "lab-actions attempt-bar" }, submitBtn, timer), notice, list]);
 
   const left = h("article", { class: "exam" },
     h("h1", null, exam.title),
@@ -61,9 +47,34 @@ export async function render(ctx) {
       (exam.max_attempts ? ` · at most ${exam.max_attempts} attempts` : "")),
     h("div", { class: "prose" }, markdown(exam.description)),
     h("div", { class: "lab-actions" }, startBtn), status, form);
-  const termBox = h("div", { class: "term-box" });
+  const termBox = h("div", { class: "term-box" }, h("div", { class: "term-placeholder" },
+    h("p", null, "Start the exam to get its sandbox: a fresh one for each attempt, where the practical questions are checked.")));
   if (exam.has_practical) split(ctx, left, termBox, ["Questions", "Terminal"]);
   else clear(ctx.main, h("div", { class: "single" }, left));
+
+  // questionItems draws an attempt's questions; option i of a choice
+  // question is the attempt's option i, whatever the authored order.
+  function questionItems(questions) {
+    return questions.map((q, i) => {
+      const name = `q${q.id}`;
+      let control;
+      if (q.kind === "single_choice" || q.kind === "multiple_choice") {
+        const type = q.kind === "single_choice" ? "radio" : "checkbox";
+        control = h("fieldset", null, h("legend", { class: "sr" }, "Options"), q.options.map((o, i) =>
+          h("label", { class: "option" }, h("input", { type, name, value: String(i) }), " ", o)));
+      } else if (q.kind === "short_text") {
+        control = h("input", { type: "text", name, "aria-label": "Your answer", autocomplete: "off", autocapitalize: "off",
+          spellcheck: "false", maxlength: 1000 });
+      } else {
+        control = h("p", { class: "muted" }, "Do this in this attempt's sandbox (the terminal): it is checked there when you submit.");
+      }
+      const result = h("div", { class: "q-result" });
+      const li = h("li", { class: "question", dataset: { kind: q.kind } },
+        h("div", { class: "q-head" }, h("span", { class: "badge" }, String(i + 1)), h("span", { class: "pts" }, `${q.points} pt · ${q.kind.replace("_", " ")}`)),
+        h("div", { class: "prose" }, markdown(q.prompt)), control, result);
+      return { q, li, result };
+    });
+  }
 
   function answers() {
     const out = [];
@@ -99,18 +110,38 @@ export async function render(ctx) {
     clock = setInterval(tick, 1000);
   }
 
+  // openTerminal opens the attempt's own sandbox; an attempt begun before
+  // attempts had one is checked in the learner's sandbox of the template.
+  function openTerminal(a) {
+    if (!exam.has_practical || panel) return;
+    const getSandbox = a.container_id ? (say) => containerById(a.container_id, say) : (say) => lessonSandbox(say, exam.template_id);
+    panel = new TerminalPanel(termBox, { getSandbox, title: a.container_id ? "This attempt's sandbox" : "Your sandbox" }).start();
+  }
+
+  // begin shows attempt a (from a start, or read back by its id) to work on.
   function begin(a, res) {
     attempt = a;
     if (res) { const o = serverOffset(res); offset = Math.abs(o) > 2000 ? o : 0; }
-    sessionStorage.setItem(key(id), JSON.stringify({ id: a.id, expires_at: a.expires_at }));
+    sessionStorage.setItem(key(id), JSON.stringify({ id: a.id }));
+    inputs = questionItems(a.questions);
+    clear(list, inputs.map((x) => x.li));
+    notice.hidden = !a.sandbox_notice;
+    notice.textContent = a.sandbox_notice || "";
     startBtn.hidden = true;
     form.hidden = false;
+    submitBtn.hidden = false;
+    submitting = false;
     clear(status);
-    if (a.expires_at) startClock(a.expires_at);
-    else timer.textContent = "An attempt of yours is open: the time limit runs from its start";
-    if (exam.has_practical && !panel) {
-      panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, exam.template_id), title: "Your sandbox" }).start();
-    }
+    startClock(a.expires_at);
+    openTerminal(a);
+  }
+
+  // resume carries on with attempt attemptID, if it is still in progress.
+  async function resume(attemptID) {
+    const { data, res } = await api("GET", `/api/exams/attempts/${attemptID}`, { full: true });
+    if (data.exam_id !== id || data.status !== "in_progress") { sessionStorage.removeItem(key(id)); return false; }
+    begin(data, res);
+    return true;
   }
 
   async function submit() {
@@ -158,25 +189,26 @@ export async function render(ctx) {
 
   startBtn.addEventListener("click", async () => {
     startBtn.disabled = true;
+    if (exam.has_practical) clear(status, h("p", null, "Preparing a fresh sandbox for this attempt…"));
     try {
       const { data, res } = await api("POST", `/api/exams/${id}/start`, { full: true });
-      form.reset();
-      inputs.forEach(({ li, result }) => { li.dataset.state = ""; clear(result); });
-      form.querySelectorAll("input").forEach((i) => { i.disabled = false; });
-      submitBtn.hidden = false;
-      submitting = false;
+      // A new attempt has a new sandbox (the last attempt's is gone).
+      if (panel) { panel.dispose(); panel = null; }
       begin(data, res);
       form.querySelector("input")?.focus();
     } catch (e) {
       const other = e.body && e.body.attempt_id;
       if (e.status === 409 && other) {
-        const saved = JSON.parse(sessionStorage.getItem(key(id)) || "null");
-        begin(saved && saved.id === other ? saved : { id: other, expires_at: e.body.expires_at });
-      } else clear(status, h("p", { class: "error" }, e.message));
+        await resume(other);
+        toast("You already had this exam open: carrying on");
+      } else {
+        clear(status, h("p", { class: "error" }, e.message,
+          e.status === 409 && /sandbox/i.test(e.message) ? [" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes")] : null));
+      }
     } finally { startBtn.disabled = false; }
   });
 
   ctx.cleanup(() => { stopClock(); if (panel) panel.dispose(); });
   const saved = JSON.parse(sessionStorage.getItem(key(id)) || "null");
-  if (saved) begin(saved);
+  if (saved && saved.id) await resume(saved.id).catch(() => sessionStorage.removeItem(key(id)));
 }

@@ -1,0 +1,263 @@
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Terminal is a learner's terminal socket, for tests: what it is given is
+// typed into the shell, and what the shell prints is read in the background
+// from the moment it opens (so the server never waits on the test, and pings
+// are answered).
+type Terminal struct {
+	t        testing.TB
+	conn     *websocket.Conn
+	prepared bool // typedSetup was typed
+
+	mu      sync.Mutex
+	out     []byte           // everything the shell printed
+	control []map[string]any // control messages, in order
+	ended   error            // why reading stopped; nil while open
+	changed chan struct{}    // closed and replaced whenever the above change
+	done    chan struct{}    // closed once reading has stopped
+}
+
+// TerminalFrame is the most a Terminal sends in one frame, well below the
+// server's 64 KiB: longer input goes in several, as typing or pasting would.
+const TerminalFrame = 4 << 10
+
+// OpenTerminal opens the terminal at path (a terminal_url such as
+// "/ws/terminal/7") with the user's token, at cols × rows, and closes it
+// when the test ends. A refused terminal fails the test.
+func (e *Env) OpenTerminal(t testing.TB, path, token string, cols, rows int) *Terminal {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := url.Values{"token": {token}, "cols": {strconv.Itoa(cols)}, "rows": {strconv.Itoa(rows)}}
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path+"?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatalf("open the terminal %s: %v", path, err)
+	}
+	conn.SetReadLimit(1 << 20)
+	tm := &Terminal{t: t, conn: conn, changed: make(chan struct{}), done: make(chan struct{})}
+	go tm.read()
+	t.Cleanup(func() { conn.CloseNow() })
+	return tm
+}
+
+// read collects output and control messages until the socket ends.
+func (tm *Terminal) read() {
+	defer close(tm.done)
+	for {
+		mt, data, err := tm.conn.Read(context.Background())
+		tm.mu.Lock()
+		switch {
+		case err != nil:
+			tm.ended = err
+		case mt == websocket.MessageBinary:
+			tm.out = append(tm.out, data...)
+		default:
+			var m map[string]any
+			if json.Unmarshal(data, &m) != nil {
+				m = map[string]any{"type": "not JSON", "text": string(data)}
+			}
+			tm.control = append(tm.control, m)
+		}
+		close(tm.changed)
+		tm.changed = make(chan struct{})
+		tm.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Type sends s to the shell as keystrokes, in frames of at most TerminalFrame.
+func (tm *Terminal) Type(s string) {
+	tm.t.Helper()
+	for len(s) > 0 {
+		n := min(len(s), TerminalFrame)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := tm.conn.Write(ctx, websocket.MessageBinary, []byte(s[:n]))
+		cancel()
+		if err != nil {
+			tm.t.Fatalf("typing into the terminal: %v; it printed %s", err, tm.Tail())
+		}
+		s = s[n:]
+	}
+}
+
+// Output is everything the shell printed so far, as it came.
+func (tm *Terminal) Output() string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return string(tm.out)
+}
+
+// Control is every control message received so far.
+func (tm *Terminal) Control() []map[string]any {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return append([]map[string]any(nil), tm.control...)
+}
+
+// Text is the shell's output from byte offset from on, as a reader sees it:
+// without escape sequences and carriage returns.
+func (tm *Terminal) Text(from int) string {
+	out := tm.Output()
+	return plain(out[min(from, len(out)):])
+}
+
+// Tail is the end of the shell's output as text, enough to see where it
+// stopped, and the control messages, for failure messages.
+func (tm *Terminal) Tail() string {
+	s := tm.Text(0)
+	if len(s) > 3000 {
+		s = "…" + s[len(s)-3000:]
+	}
+	return fmt.Sprintf("%q (control messages %v)", s, tm.Control())
+}
+
+// escapes matches the escape sequences a terminal prints (CSI, OSC and
+// two-character ones), which plain drops.
+var escapes = regexp.MustCompile(`\x1b(\[[0-9;?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78DEHM])`)
+
+// plain removes a terminal's escape sequences and carriage returns from s.
+func plain(s string) string {
+	return strings.ReplaceAll(escapes.ReplaceAllString(s, ""), "\r", "")
+}
+
+// Await waits until re matches the output from byte offset from on and
+// returns the submatches, failing the test when the socket ends first or
+// within passes (which only guards against a hung test).
+func (tm *Terminal) Await(re *regexp.Regexp, from int, within time.Duration) []string {
+	tm.t.Helper()
+	m, ended := tm.await(re, from, within)
+	if ended != nil {
+		tm.t.Fatalf("the terminal ended (%v) before %s; it printed %s", ended, re, tm.Tail())
+	}
+	return m
+}
+
+// await is Await that returns why the socket ended instead of failing.
+func (tm *Terminal) await(re *regexp.Regexp, from int, within time.Duration) ([]string, error) {
+	tm.t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		tm.mu.Lock()
+		m := re.FindSubmatch(tm.out[min(from, len(tm.out)):])
+		ended, changed := tm.ended, tm.changed
+		tm.mu.Unlock()
+		switch {
+		case m != nil:
+			out := make([]string, len(m))
+			for i, b := range m {
+				out[i] = string(b)
+			}
+			return out, nil
+		case ended != nil:
+			return nil, ended
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			tm.t.Fatalf("still waiting for %s after %s; the terminal printed %s", re, within, tm.Tail())
+		}
+	}
+}
+
+// Run is a script typed into the terminal: how it ended and what the
+// terminal showed meanwhile (the typed lines' echo included).
+type Run struct {
+	Code int // its exit status, or the shell's when the terminal ended first
+	// Ended: the terminal ended before the script did, as it does when a
+	// command fails (errexit ends the shell the script runs in).
+	Ended      bool
+	Transcript string
+}
+
+// typedSetup makes the learner's interactive bash take typed text as it is:
+// tabs are inserted rather than completed, bytes above ASCII are kept, and
+// "!" is not history expansion.
+const typedSetup = "bind 'set disable-completion on'; bind 'set convert-meta off'; bind 'set input-meta on'; " +
+	"bind 'set output-meta on'; set +H\n"
+
+// TypeScript types a script written for `bash -e -s` at the prompt of the
+// terminal's interactive bash and waits for it to end (at most within, which
+// only guards against a hung test). It runs in the learner's own shell, as
+// its lines would typed one by one: a here-document sourced from the home
+// directory with errexit on (and nounset and pipefail off, whatever an
+// earlier script left), followed by a marker carrying its exit status. So
+// what it starts in the background is a job of that shell, which a hang-up
+// ends unless nohup, setsid or disown protect it; a child `bash -s` would
+// have taken its jobs out of the shell's reach, and they would all survive.
+// A command that fails ends the shell, as errexit does at a prompt: the Run
+// is then Ended, with the shell's exit status and the control messages.
+func (tm *Terminal) TypeScript(script string, within time.Duration) Run {
+	tm.t.Helper()
+	nonce := fmt.Sprintf("%08x", rand.Uint32())
+	end := "TUXLAB_TYPED_" + nonce
+	if strings.Contains(script, end) {
+		tm.t.Fatalf("the script contains its own end line %s", end)
+	}
+	if !strings.HasSuffix(script, "\n") {
+		script += "\n"
+	}
+	from := len(tm.Output())
+	if !tm.prepared {
+		tm.Type(typedSetup)
+		tm.prepared = true
+	}
+	// The marker's printed form ("typed-NONCE=STATUS") is not in its echo.
+	tm.Type("cd; set +u; set +o pipefail; set -e; . /dev/stdin <<'" + end + "'; printf 'typed-%s=%s\\n' " + nonce +
+		" \"$?\"; set +e\n" + script + end + "\n")
+	m, ended := tm.await(regexp.MustCompile(`typed-`+nonce+`=([0-9]+)\r?\n`), from, within)
+	if ended != nil {
+		run := Run{Code: -1, Ended: true, Transcript: fmt.Sprintf("%s\n[the terminal ended: %v; control messages %v]", tm.Text(from), ended, tm.Control())}
+		for _, c := range tm.Control() {
+			if code, ok := c["code"].(float64); ok && c["type"] == "exit" {
+				run.Code = int(code)
+			}
+		}
+		return run
+	}
+	code, _ := strconv.Atoi(m[1])
+	return Run{Code: code, Transcript: tm.Text(from)}
+}
+
+// Hangup closes the socket normally, as a learner closing the terminal's
+// tab does, and waits for the closing handshake; WaitTerminalsClosed then
+// waits for the server to have finished with the terminal.
+func (tm *Terminal) Hangup() {
+	tm.t.Helper()
+	err := tm.conn.Close(websocket.StatusNormalClosure, "bye")
+	<-tm.done
+	if ce := (websocket.CloseError{}); err != nil && !errors.As(err, &ce) {
+		tm.t.Logf("closing the terminal: %v", err)
+	}
+}
+
+// WaitTerminalsClosed waits until the server has finished with every
+// terminal it had open, their processes reaped (a terminal gives its place
+// back last), failing after within, which only guards against a hang.
+func (e *Env) WaitTerminalsClosed(t testing.TB, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); e.App.Terminals.Open() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d terminals still open %s after they were closed", e.App.Terminals.Open(), within)
+		}
+	}
+}

@@ -158,8 +158,15 @@ func TestLabChecksNeverOverlap(t *testing.T) {
 		}
 		root("touch /tmp/hold")
 		check := apitest.Request{Method: "POST", Path: labPath(id, "check"), Token: alice.Token}
-		first := make(chan *apitest.Response, 1)
-		go func() { first <- e.Do(check) }()
+		type answer struct {
+			r   *apitest.Response
+			err error
+		}
+		first := make(chan answer, 1)
+		go func() {
+			r, err := e.Send(check)
+			first <- answer{r, err}
+		}()
 		eventually(t, 30*time.Second, "the first check to run", func() bool { return root("[ -f /tmp/running ] && echo yes") == "yes\n" })
 
 		// Long after the first check started, while it still runs.
@@ -179,7 +186,11 @@ func TestLabChecksNeverOverlap(t *testing.T) {
 
 		root("rm /tmp/hold /tmp/running")
 		var done labAttemptBody
-		(<-first).Expect(t, 200).JSON(t, &done)
+		a := <-first
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		a.r.Expect(t, 200).JSON(t, &done)
 		if done.Checking || !done.Tasks[0].Passed {
 			t.Fatalf("the first check: %+v", done)
 		}

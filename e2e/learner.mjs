@@ -234,6 +234,13 @@ await step("check a laboratory task before and after solving it", async () => {
   await page.waitForSelector(".tasks .task:nth-child(2)[data-state=\"fail\"]");
   await page.locator(first).scrollIntoViewIfNeeded();
   await shot("lab-check-passed");
+  // Submitting ends the attempt and gives its sandbox back, so the next
+  // laboratory fits in the sandbox quota: the page says so and closes the terminal.
+  await page.click('.lab-actions button:has-text("Submit")');
+  await page.waitForSelector(".lab-status >> text=sandbox was removed");
+  await page.waitForSelector(".term-box .term-placeholder >> text=sandbox was removed");
+  expect(await page.isVisible("text=Start again"), "no Start again after submitting");
+  await shot("lab-submitted");
 });
 
 await step("take an exam against its timer", async () => {
@@ -263,8 +270,9 @@ await step("dashboard", async () => {
   await page.click('nav a[href="/dashboard"]');
   await page.waitForSelector(".tiles .tile");
   expect(/Lessons/.test(await page.textContent(".tiles")), "no lesson tile");
-  // The practice sandbox, the laboratory's and the exam attempt's, with their actions.
-  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 3);
+  // The practice sandbox and the exam attempt's, with their actions (the
+  // laboratory's went with its submission).
+  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 2);
   expect(/running/.test(await page.textContent("#sandboxes ul")), "no running sandbox listed");
   await shot("dashboard", true);
 });

@@ -72,7 +72,9 @@ type Config struct {
 	SandboxPoolMaxAge        time.Duration  // TUXLAB_SANDBOX_POOL_MAX_AGE: a warm sandbox older than this is replaced
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
-	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: one lab check per attempt this often
+	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: from the end of one lab check of an attempt to the next
+	LabCheckBudget           time.Duration  // TUXLAB_LAB_CHECK_BUDGET: the wall time of a whole lab check, every task
+	LabAttemptsPerDay        int            // TUXLAB_LAB_ATTEMPTS_PER_DAY: attempts a learner starts of one lab in 24 hours
 	TrustedProxies           []netip.Prefix // TUXLAB_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed
 	MetricsToken             Secret         // TUXLAB_METRICS_TOKEN: when set, /metrics needs it as a bearer token
 	CheckTimeout             time.Duration  // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
@@ -176,6 +178,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
+	c.LabCheckBudget = env.duration("TUXLAB_LAB_CHECK_BUDGET", 30*time.Second)
+	c.LabAttemptsPerDay = env.int("TUXLAB_LAB_ATTEMPTS_PER_DAY", 10, 1, 1000)
 	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
 	c.MetricsToken = Secret(getenv("TUXLAB_METRICS_TOKEN"))
 	if c.DebugAddr = getenv("TUXLAB_DEBUG_ADDR"); c.DebugAddr != "" && !isLoopback(c.DebugAddr) {

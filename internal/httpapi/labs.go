@@ -80,22 +80,25 @@ type taskResultResponse struct {
 }
 
 type labAttemptResponse struct {
-	ID           int64                `json:"id"`
-	LaboratoryID int64                `json:"laboratory_id"`
-	UserID       int64                `json:"user_id"`
-	Status       string               `json:"status"`
-	ContainerID  *int64               `json:"container_id"`
-	TerminalURL  *string              `json:"terminal_url"`
-	StartedAt    timestamp            `json:"started_at"`
-	ExpiresAt    timestamp            `json:"expires_at"`
-	FinishedAt   *timestamp           `json:"finished_at"`
-	Points       int                  `json:"points"`
-	MaxPoints    int                  `json:"max_points"`
-	Score        int                  `json:"score"`
-	Passed       bool                 `json:"passed"`
-	Checks       int                  `json:"checks"`
-	LastCheckAt  *timestamp           `json:"last_check_at"`
-	Tasks        []taskResultResponse `json:"tasks"`
+	ID           int64      `json:"id"`
+	LaboratoryID int64      `json:"laboratory_id"`
+	UserID       int64      `json:"user_id"`
+	Status       string     `json:"status"`
+	ContainerID  *int64     `json:"container_id"`
+	TerminalURL  *string    `json:"terminal_url"`
+	StartedAt    timestamp  `json:"started_at"`
+	ExpiresAt    timestamp  `json:"expires_at"`
+	FinishedAt   *timestamp `json:"finished_at"`
+	Points       int        `json:"points"`
+	MaxPoints    int        `json:"max_points"`
+	Score        int        `json:"score"`
+	Passed       bool       `json:"passed"`
+	Checks       int        `json:"checks"`
+	LastCheckAt  *timestamp `json:"last_check_at"`
+	Checking     bool       `json:"checking"`
+	// SandboxRemovedAt says when the lab removed the sandbox of the ended attempt.
+	SandboxRemovedAt *timestamp           `json:"sandbox_removed_at"`
+	Tasks            []taskResultResponse `json:"tasks"`
 }
 
 // newLabAttemptResponse shows an attempt; the checks' output only to admins.
@@ -103,7 +106,7 @@ func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
 	r := labAttemptResponse{ID: a.ID, LaboratoryID: a.LabID, UserID: a.UserID, Status: string(a.Status), ContainerID: a.ContainerID,
 		StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
 		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed, Checks: a.Checks, LastCheckAt: optTime(a.LastCheckAt),
-		Tasks: make([]taskResultResponse, len(a.Results))}
+		Checking: a.CheckingSince != nil, SandboxRemovedAt: optTime(a.SandboxRemovedAt), Tasks: make([]taskResultResponse, len(a.Results))}
 	if a.ContainerID != nil {
 		url := "/ws/terminal/" + strconv.FormatInt(*a.ContainerID, 10)
 		r.TerminalURL = &url

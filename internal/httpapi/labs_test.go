@@ -25,7 +25,10 @@ type labAttemptBody struct {
 	MaxPoints   int     `json:"max_points"`
 	Passed      bool    `json:"passed"`
 	Checks      int     `json:"checks"`
-	Tasks       []struct {
+	Checking    bool    `json:"checking"`
+	// When the lab removed the sandbox of the ended attempt.
+	SandboxRemovedAt *string `json:"sandbox_removed_at"`
+	Tasks            []struct {
 		Title    string   `json:"title"`
 		Passed   bool     `json:"passed"`
 		Points   int      `json:"points"`
@@ -283,11 +286,12 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 			t.Fatalf("late submit: %s", r.Body)
 		}
 		e.Get(fmt.Sprintf("/api/laboratories/attempts/%d/results", at.ID), alice.Token).Expect(t, 200).JSON(t, &at)
-		if at.Status != "expired" {
-			t.Fatalf("late attempt is %s", at.Status)
+		if at.Status != "expired" || at.ContainerID != nil || at.SandboxRemovedAt == nil {
+			t.Fatalf("late attempt: %+v", at)
 		}
 
 		// The learner's sandbox quota holds for labs too: nothing is left behind.
+		createSandbox(t, e, alice.Token, tpl)
 		if r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", l.ID), Token: alice.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "quota") {
 			t.Fatalf("start past the quota: %s", r.Body)
 		}

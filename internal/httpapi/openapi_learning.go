@@ -89,13 +89,17 @@ var learningSchemas = map[string]any{
 		"output": map[string]any{"type": "string", "description": "Admins only: the check's stdout and stderr."},
 	}),
 	"LabAttempt": obj([]string{"id", "laboratory_id", "user_id", "status", "container_id", "terminal_url", "started_at", "expires_at",
-		"finished_at", "points", "max_points", "score", "passed", "checks", "last_check_at", "tasks"}, map[string]any{
+		"finished_at", "points", "max_points", "score", "passed", "checks", "last_check_at", "checking", "sandbox_removed_at", "tasks"}, map[string]any{
 		"id": intSchema, "laboratory_id": intSchema, "user_id": intSchema, "status": attemptStatus,
 		"container_id": map[string]any{"type": []string{"integer", "null"}, "description": "The sandbox provisioned for the attempt; null once deleted."},
 		"terminal_url": map[string]any{"type": []string{"string", "null"}, "description": "Path of the sandbox's terminal WebSocket; add ?token=."},
 		"started_at":   tsSchema, "expires_at": tsSchema, "finished_at": nullableTS,
 		"points": intSchema, "max_points": intSchema, "score": map[string]any{"type": "integer", "description": "Percent of max_points, rounded down."},
-		"passed": boolSchema, "checks": map[string]any{"type": "integer", "description": "Checks run so far."}, "last_check_at": nullableTS,
+		"passed": boolSchema, "checks": map[string]any{"type": "integer", "description": "Checks run so far."},
+		"last_check_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time", "description": "When the last check ended."},
+		"checking":      map[string]any{"type": "boolean", "description": "A check of this attempt was running when this answer was made."},
+		"sandbox_removed_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time",
+			"description": "When the attempt's sandbox was removed because the attempt ended (submitted or expired), so that it no longer counts against your sandbox quotas; null while it exists, or if you deleted it yourself."},
 		"tasks": map[string]any{"type": "array", "items": ref("TaskResult"), "description": "The last check's or the submission's result per task; empty before the first check."},
 	}),
 
@@ -182,12 +186,12 @@ var (
 	docLabs       = op{tag: "laboratories", summary: "Laboratories (public): tasks with titles, descriptions and hints", status: 200, result: "LabList"}
 	docLab        = op{tag: "laboratories", summary: "A laboratory (public): never a script or solution", status: 200, result: "Lab", errors: []int{404}}
 	docSectionLab = op{tag: "laboratories", summary: "The laboratory of a section (a lesson module)", status: 200, result: "Lab", errors: []int{404}}
-	docLabStart   = op{tag: "laboratories", summary: "Start an attempt: provisions a sandbox and runs the lab's setup", status: 201, result: "LabAttempt", errors: []int{404, 409, 503},
-		desc: "The answer names the sandbox (container_id, terminal_url). 409 with `attempt_id` and its `expires_at` when an attempt is in progress, or when your sandbox quota is reached; 503 without an engine or when the platform is at capacity."}
+	docLabStart   = op{tag: "laboratories", summary: "Start an attempt: provisions a sandbox and runs the lab's setup", status: 201, result: "LabAttempt", errors: []int{404, 409, 429, 503},
+		desc: "The answer names the sandbox (container_id, terminal_url). The sandboxes of your ended lab attempts are removed first, so they do not count against your quotas. 409 with `attempt_id` and its `expires_at` when an attempt is in progress, or when your sandbox quota is reached; 429 with Retry-After past the starts of one laboratory allowed in 24 hours; 503 without an engine or when the platform is at capacity."}
 	docLabCheck = op{tag: "laboratories", summary: "Check your progress now, without ending the attempt", status: 200, result: "LabAttempt", errors: []int{404, 409, 429, 503},
-		desc: "Runs every task's check in the attempt's sandbox. Rate limited per attempt: 429 with Retry-After."}
-	docLabSubmit = op{tag: "laboratories", summary: "Submit: check every task, end the attempt and grade it", status: 200, result: "LabAttempt", errors: []int{404, 409, 503},
-		desc: "Graded once: a concurrent second submit is 409. After the deadline 409, and the attempt ends as expired."}
+		desc: "Runs every task's check in the attempt's sandbox. Checks of one attempt never overlap: while one runs, and until the check interval has passed since it ended, 429 with Retry-After."}
+	docLabSubmit = op{tag: "laboratories", summary: "Submit: check every task, end the attempt and grade it", status: 200, result: "LabAttempt", errors: []int{404, 409, 429, 503},
+		desc: "Graded once: a concurrent second submit is 409. After the deadline 409, and the attempt ends as expired. 429 with Retry-After while a check of the attempt runs. Once graded, the attempt's sandbox is removed (`sandbox_removed_at`)."}
 	docLabResults = op{tag: "laboratories", summary: "An attempt of yours, with its latest results", status: 200, result: "LabAttempt", errors: []int{404}}
 
 	docAdminExams      = op{tag: "admin content", summary: "Every exam with answers and scripts", status: 200, result: "AdminExamList"}

@@ -58,8 +58,14 @@ type Attempt struct {
 	LabID       int64
 	ContainerID *int64 // the sandbox provisioned for it; nil once deleted
 	Results     []TaskResult
-	Checks      int // how many times the learner checked
-	LastCheckAt *time.Time
+	Checks      int        // how many times the learner checked
+	LastCheckAt *time.Time // when the last check ended
+	// CheckingSince is when the check running now began; nil when none runs.
+	// It is row state, so a second check is refused on every replica.
+	CheckingSince *time.Time
+	// SandboxRemovedAt is when the lab removed the sandbox of this ended
+	// attempt, so that it stopped counting against the learner's quotas.
+	SandboxRemovedAt *time.Time
 }
 
 // TaskResult is how one task fared at a check or at submission.
@@ -91,6 +97,12 @@ type Filter struct {
 	ModuleID *int64
 }
 
+// AttemptFilter selects attempts.
+type AttemptFilter struct {
+	UserID      int64
+	WithSandbox bool // only attempts whose sandbox still exists
+}
+
 // Store keeps labs and attempts. Missing rows are ErrLabNotFound or
 // ErrAttemptNotFound; a second open attempt of one user and lab is
 // attempt.ErrOpen (its id found with FindOpenAttempt).
@@ -107,9 +119,15 @@ type Store interface {
 	DeleteLab(ctx context.Context, id int64, cascade bool) error
 	CountAttempts(ctx context.Context, labID int64) (int, error)
 
-	CreateAttempt(ctx context.Context, a *Attempt) error
+	// CreateAttempt inserts a once allow accepts the start times of the
+	// user's attempts of the same lab since the given time. The user's row is
+	// locked meanwhile, so concurrent starts are counted one after the other;
+	// allow's error is returned as is.
+	CreateAttempt(ctx context.Context, a *Attempt, since time.Time, allow func(started []time.Time) error) error
 	FindAttemptByID(ctx context.Context, id int64) (*Attempt, error)
 	FindOpenAttempt(ctx context.Context, labID, userID int64) (*Attempt, error)
+	// FindAttempts returns the attempts f selects, oldest first.
+	FindAttempts(ctx context.Context, f AttemptFilter) ([]*Attempt, error)
 	// UpdateAttempt applies change to attempt id in one transaction, the row locked.
 	UpdateAttempt(ctx context.Context, id int64, change func(a *Attempt) error) (*Attempt, error)
 	DeleteAttempt(ctx context.Context, id int64) error

@@ -24,12 +24,20 @@ type Sandboxes interface {
 
 // Options tune a Service. Zero values take the defaults.
 type Options struct {
-	CheckInterval time.Duration // at most one check per attempt this often (default 5s)
+	// CheckInterval is the least time from the end of one check of an
+	// attempt to the start of the next (default 5s).
+	CheckInterval time.Duration
 	CheckTimeout  time.Duration // one task's check (default 10s)
-	SetupTimeout  time.Duration // the setup script (default 60s)
-	Now           func() time.Time
-	Log           *slog.Logger
-	Activity      activity.Log // records starts, checks and submissions with their rows (default: none)
+	// CheckBudget bounds the wall time of a whole check, every task of it
+	// (default 30s): tasks left when it is spent fail as not checked.
+	CheckBudget time.Duration
+	// AttemptsPerDay bounds the attempts a learner starts of one lab in any
+	// 24 hours (default 10).
+	AttemptsPerDay int
+	SetupTimeout   time.Duration // the setup script (default 60s)
+	Now            func() time.Time
+	Log            *slog.Logger
+	Activity       activity.Log // records starts, checks and submissions with their rows (default: none)
 }
 
 func (o *Options) defaults() {
@@ -38,6 +46,12 @@ func (o *Options) defaults() {
 	}
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 10 * time.Second
+	}
+	if o.CheckBudget <= 0 {
+		o.CheckBudget = 30 * time.Second
+	}
+	if o.AttemptsPerDay <= 0 {
+		o.AttemptsPerDay = 10
 	}
 	if o.SetupTimeout <= 0 {
 		o.SetupTimeout = 60 * time.Second
@@ -89,9 +103,11 @@ func (s *Service) LabOfModule(ctx context.Context, moduleID int64) (*Lab, error)
 }
 
 // Start begins an attempt for the actor: it inserts the attempt (one open
-// attempt per learner and lab, enforced by the store), provisions a sandbox
-// from the lab's template and runs the lab's setup in it as root. If any step
-// fails, nothing is left behind.
+// attempt per learner and lab, at most AttemptsPerDay starts of the lab in 24
+// hours, both enforced by the store), removes the sandboxes of the learner's
+// ended lab attempts so that they no longer count against the sandbox quotas,
+// provisions a sandbox from the lab's template and runs the lab's setup in it
+// as root. If any step fails, nothing of the new attempt is left behind.
 func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
@@ -105,7 +121,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	now := s.now()
 	at := &Attempt{Attempt: attempt.Attempt{UserID: a.UserID, Status: attempt.InProgress, StartedAt: now,
 		ExpiresAt: now.Add(time.Duration(l.TimeLimitMinutes) * time.Minute), MaxPoints: l.MaxPoints()}, LabID: l.ID}
-	if err := s.store.CreateAttempt(ctx, at); errors.Is(err, attempt.ErrOpen) {
+	if err := s.store.CreateAttempt(ctx, at, now.Add(-attemptWindow), s.allowStart(now)); errors.Is(err, attempt.ErrOpen) {
 		if open, _ := s.store.FindOpenAttempt(ctx, l.ID, a.UserID); open != nil {
 			return nil, attempt.OpenError(&open.Attempt)
 		}
@@ -113,6 +129,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	} else if err != nil {
 		return nil, err
 	}
+	s.removeEndedSandboxes(ctx, a.UserID)
 	c, err := s.provision(ctx, a, l)
 	if err != nil {
 		if derr := s.store.DeleteAttempt(context.WithoutCancel(ctx), at.ID); derr != nil {
@@ -121,6 +138,90 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 		return nil, err
 	}
 	return s.record(ctx, l, at.ID, activity.LabStarted, func(at *Attempt) { at.ContainerID = &c.ID })
+}
+
+// attemptWindow is the span AttemptsPerDay counts starts in.
+const attemptWindow = 24 * time.Hour
+
+// allowStart refuses a start past AttemptsPerDay starts of the lab in the
+// last 24 hours (started, oldest first), saying when the next is allowed.
+func (s *Service) allowStart(now time.Time) func(started []time.Time) error {
+	return func(started []time.Time) error {
+		if len(started) < s.opt.AttemptsPerDay {
+			return nil
+		}
+		wait := started[len(started)-s.opt.AttemptsPerDay].Add(attemptWindow).Sub(now)
+		wait = max(wait, time.Second)
+		return &errs.Error{Kind: errs.TooManyRequests, RetryAfter: wait,
+			Detail: fmt.Sprintf("You started this laboratory %d times in the last 24 hours, the most allowed: you can start it again in %s",
+				len(started), roundUp(wait))}
+	}
+}
+
+// roundUp writes d for a person: minutes (rounded up) below an hour, else
+// hours and minutes.
+func roundUp(d time.Duration) string {
+	m := int((d + time.Minute - 1) / time.Minute)
+	if m < 60 {
+		return fmt.Sprintf("%d min", m)
+	}
+	return fmt.Sprintf("%d h %02d min", m/60, m%60)
+}
+
+// removeEndedSandboxes removes the sandboxes of the user's lab attempts that
+// have ended (submitted, expired, or past their deadline: ended as expired on
+// the way), which Submit and the expiry paths normally remove already; this
+// catches what they could not (an engine that was down, an attempt left to
+// run out). A failure is logged, not returned: the quota, if still reached,
+// refuses the new sandbox with its own message.
+func (s *Service) removeEndedSandboxes(ctx context.Context, userID int64) {
+	held, err := s.store.FindAttempts(ctx, AttemptFilter{UserID: userID, WithSandbox: true})
+	if err != nil {
+		s.opt.Log.Warn("could not list the sandboxes of ended lab attempts", "user_id", userID, "error", err.Error())
+		return
+	}
+	now := s.now()
+	for _, at := range held {
+		if at.Status == attempt.InProgress && now.Before(at.ExpiresAt) || at.Status == attempt.Grading {
+			continue
+		}
+		if at.Status == attempt.InProgress {
+			ended, err := s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error { at.ExpireIfDue(now); return nil })
+			if err != nil {
+				s.opt.Log.Warn("could not end an overdue lab attempt", "attempt_id", at.ID, "error", err.Error())
+				continue
+			}
+			at = ended
+		}
+		s.removeSandbox(ctx, at)
+	}
+}
+
+// removeSandbox removes the sandbox of an ended attempt, so that it stops
+// counting against the learner's quotas, and records when on the attempt
+// (deleting the sandbox's row already cleared its container_id). It returns
+// the attempt as it is now; a failure is logged, and the next start tries
+// again.
+func (s *Service) removeSandbox(ctx context.Context, at *Attempt) *Attempt {
+	if at.ContainerID == nil || at.Open() {
+		return at
+	}
+	ctx = context.WithoutCancel(ctx)
+	err := s.sandboxes.Delete(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
+	if err != nil && !errors.Is(err, sandbox.ErrContainerNotFound) {
+		s.opt.Log.Warn("could not remove the sandbox of an ended lab attempt", "attempt_id", at.ID, "container_id", *at.ContainerID, "error", err.Error())
+		return at
+	}
+	now := s.now()
+	removed, err := s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error {
+		at.ContainerID, at.SandboxRemovedAt = nil, &now
+		return nil
+	})
+	if err != nil {
+		s.opt.Log.Warn("could not record the removal of a lab attempt's sandbox", "attempt_id", at.ID, "error", err.Error())
+		return at
+	}
+	return removed
 }
 
 // record applies change to attempt id and records what the learner did, in
@@ -181,15 +282,21 @@ func (s *Service) openAttempt(ctx context.Context, labID, userID int64) (*Attemp
 		return nil, err
 	}
 	if open.Status == attempt.InProgress && !s.now().Before(open.ExpiresAt) {
-		_, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil })
-		return nil, err
+		ended, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil })
+		if err != nil {
+			return nil, err
+		}
+		s.removeSandbox(ctx, ended)
+		return nil, nil
 	}
 	return open, nil
 }
 
 // Check runs every task's check in the actor's open attempt now, without
-// ending it, so the learner sees which tasks already pass. Checks are rate
-// limited per attempt (429 with Retry-After).
+// ending it, so the learner sees which tasks already pass. Checks of one
+// attempt never overlap: one that runs is row state, and a check asked for
+// while it runs, or sooner than CheckInterval after the last one ended, is
+// refused with 429 and Retry-After, on every replica alike.
 func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
@@ -205,30 +312,76 @@ func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	var refusal error
 	now := s.now()
 	open, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
-		switch {
-		case at.ExpireIfDue(now):
-			refusal = attempt.ErrExpired
-		case at.Status == attempt.Grading:
-			refusal = attempt.ErrGrading
-		case at.Status != attempt.InProgress:
-			refusal = attempt.ErrFinished
-		case at.LastCheckAt != nil && now.Sub(*at.LastCheckAt) < s.opt.CheckInterval:
-			wait := s.opt.CheckInterval - now.Sub(*at.LastCheckAt)
-			refusal = &errs.Error{Kind: errs.TooManyRequests, RetryAfter: wait,
-				Detail: fmt.Sprintf("Checked a moment ago: check again in %d s", int(wait.Seconds()+0.999))}
-		default:
-			at.LastCheckAt = &now
-			at.Checks++
-		}
+		refusal = s.claimCheck(at, now)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if refusal != nil {
+		s.removeSandbox(ctx, open) // when the deadline had passed
 		return nil, refusal
 	}
-	c, err := s.attemptSandbox(ctx, a, open)
+	// The check's end is recorded whatever happens to the request, or the
+	// attempt would refuse checks until the claim went stale.
+	results, err := s.checkAttempt(ctx, a, l, open)
+	ctx = context.WithoutCancel(ctx)
+	end := s.now()
+	finish := func(at *Attempt) { at.CheckingSince, at.LastCheckAt = nil, &end }
+	if err != nil {
+		if _, rerr := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { finish(at); return nil }); rerr != nil {
+			s.opt.Log.Warn("could not end a failed lab check", "attempt_id", open.ID, "error", rerr.Error())
+		}
+		return nil, err
+	}
+	return s.record(ctx, l, open.ID, activity.LabChecked, func(at *Attempt) { at.Results = results; finish(at) })
+}
+
+// claimCheck marks attempt at as being checked from now on, or says why it
+// may not be: it ended (ErrExpired, a change to keep), is being graded, a
+// check of it is running, or the last one ended less than CheckInterval ago.
+func (s *Service) claimCheck(at *Attempt, now time.Time) error {
+	switch {
+	case at.ExpireIfDue(now):
+		return attempt.ErrExpired
+	case at.Status == attempt.Grading:
+		return attempt.ErrGrading
+	case at.Status != attempt.InProgress:
+		return attempt.ErrFinished
+	case s.checking(at, now):
+		return s.checkRunning(at, now)
+	case at.LastCheckAt != nil && now.Sub(*at.LastCheckAt) < s.opt.CheckInterval:
+		wait := s.opt.CheckInterval - now.Sub(*at.LastCheckAt)
+		return &errs.Error{Kind: errs.TooManyRequests, RetryAfter: wait,
+			Detail: fmt.Sprintf("Checked a moment ago: check again in %d s", int(wait.Seconds()+0.999))}
+	}
+	at.CheckingSince = &now
+	at.Checks++
+	return nil
+}
+
+// checking reports whether a check of attempt at is running. A claim older
+// than the longest a check can take (its budget, a sandbox start and the
+// clean-up of timed-out scripts) was left by a server that stopped.
+func (s *Service) checking(at *Attempt, now time.Time) bool {
+	return at.CheckingSince != nil && now.Sub(*at.CheckingSince) < s.opt.CheckBudget+checkSlack
+}
+
+// checkSlack is what a check may take beyond its budget.
+const checkSlack = time.Minute
+
+// checkRunning refuses an action while a check of attempt at runs: 429,
+// to be tried again about when the check will have ended.
+func (s *Service) checkRunning(at *Attempt, now time.Time) error {
+	wait := s.opt.CheckBudget - now.Sub(*at.CheckingSince)
+	wait = min(max(wait, time.Second), s.opt.CheckBudget)
+	return &errs.Error{Kind: errs.TooManyRequests, RetryAfter: wait,
+		Detail: "A check of this attempt is running: wait for its results, then try again"}
+}
+
+// checkAttempt runs the checks of an open attempt in its sandbox.
+func (s *Service) checkAttempt(ctx context.Context, a sandbox.Actor, l *Lab, at *Attempt) ([]TaskResult, error) {
+	c, err := s.attemptSandbox(ctx, a, at)
 	if err != nil {
 		return nil, err
 	}
@@ -236,15 +389,14 @@ func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 		return nil, errs.E(errs.Conflict, "This attempt's sandbox no longer exists: submit to end the attempt, then start the laboratory again")
 	}
 	results, _, err := s.runChecks(ctx, l, c)
-	if err != nil {
-		return nil, err
-	}
-	return s.record(ctx, l, open.ID, activity.LabChecked, func(at *Attempt) { at.Results = results })
+	return results, err
 }
 
 // Submit runs every task's check, ends the attempt and grades it, once: of
 // concurrent submits one grades and the others get 409. A submit after the
-// deadline is 409 and ends the attempt as expired.
+// deadline is 409 and ends the attempt as expired; one while a check runs is
+// 429. Once graded, the attempt's sandbox is removed (the answer says so in
+// sandbox_removed_at), so that it no longer counts against the quotas.
 func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
@@ -258,13 +410,19 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*At
 		return nil, err
 	}
 	var refusal error
-	if _, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
-		refusal = at.Claim(s.now())
+	now := s.now()
+	if open, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
+		if at.Status == attempt.InProgress && now.Before(at.ExpiresAt) && s.checking(at, now) {
+			refusal = s.checkRunning(at, now)
+			return nil
+		}
+		refusal = at.Claim(now)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	if refusal != nil {
+		s.removeSandbox(ctx, open) // when the deadline had passed
 		return nil, refusal
 	}
 	results, points, err := s.grade(ctx, a, l, open)
@@ -272,10 +430,14 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*At
 		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
 		return nil, err
 	}
-	return s.record(ctx, l, open.ID, activity.LabSubmitted, func(at *Attempt) {
+	done, err := s.record(ctx, l, open.ID, activity.LabSubmitted, func(at *Attempt) {
 		at.Results = results
 		at.Finish(s.now(), points, l.MaxPoints(), l.PassingScore)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return s.removeSandbox(ctx, done), nil
 }
 
 // grade runs the checks of a claimed attempt. A sandbox that no longer
@@ -319,24 +481,35 @@ func (s *Service) attemptSandbox(ctx context.Context, a sandbox.Actor, at *Attem
 	return nil, nil // broken: as good as gone
 }
 
-// runChecks runs each task's check in c and returns the results and points.
+// runChecks runs each task's check in c, in turn, and returns the results
+// and points. The whole check is bounded: in wall time by CheckBudget (each
+// script gets what is left of it, at most CheckTimeout, and tasks left when
+// it is spent fail as not checked) and in kept output by checkOutputBudget
+// (each script's cap is its share of what is left), and its scripts run at a
+// lower CPU priority than the learner's own work.
 func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) ([]TaskResult, int, error) {
-	checks := make([]sandbox.Script, len(l.Tasks))
-	for i, t := range l.Tasks {
-		checks[i] = sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap}
-	}
-	ran, err := s.sandboxes.ExecIn(ctx, c, checks...)
-	if err != nil {
-		return nil, 0, err
-	}
+	deadline := time.Now().Add(s.opt.CheckBudget)
+	outLeft := checkOutputBudget
 	results := make([]TaskResult, len(l.Tasks))
 	points := 0
 	for i, t := range l.Tasks {
-		res := ran[i]
-		passed, feedback := res.Verdict()
-		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title, Passed: passed, Feedback: feedback,
-			ExitCode: res.ExitCode, TimedOut: res.TimedOut, Output: res.Transcript()}
-		if passed {
+		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title}
+		left := time.Until(deadline)
+		if left < time.Second {
+			r.ExitCode, r.TimedOut, r.Feedback = -1, true, []string{notChecked}
+			results[i] = r
+			continue
+		}
+		ran, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: t.Check, AsRoot: true, Timeout: min(s.opt.CheckTimeout, left),
+			OutputCap: min(max(outLeft/2, minOutputCap), checkOutputCap), Nice: checkNice})
+		if err != nil {
+			return nil, 0, err
+		}
+		res := ran[0]
+		outLeft -= len(res.Stdout) + len(res.Stderr)
+		r.Passed, r.Feedback = res.Verdict()
+		r.ExitCode, r.TimedOut, r.Output = res.ExitCode, res.TimedOut, res.Transcript()
+		if r.Passed {
 			r.Points = t.Points
 			points += t.Points
 		}
@@ -344,6 +517,9 @@ func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) (
 	}
 	return results, points, nil
 }
+
+// notChecked is the feedback of a task whose check the budget left no time for.
+const notChecked = "Not checked: the checks before it used up the time a check may take"
 
 // Results returns an attempt for its owner (or an admin); another user's is
 // ErrAttemptNotFound. An in-progress attempt past its deadline is ended as
@@ -360,6 +536,7 @@ func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Atte
 		if at, err = s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil }); err != nil {
 			return nil, nil, err
 		}
+		at = s.removeSandbox(ctx, at)
 	}
 	l, err := s.store.FindLabByID(ctx, at.LabID)
 	return at, l, err
@@ -373,5 +550,16 @@ func truncate(s string, n int) string {
 	return string(r[:n])
 }
 
-// checkOutputCap bounds what is kept of each stream of a check, for admins.
-const checkOutputCap = 16 << 10
+// What is kept of checks' output, for admins: at most checkOutputCap of each
+// stream of one script, and about checkOutputBudget for a whole check (every
+// task, both streams), with at least minOutputCap per stream; so a check's
+// stored results stay small whatever its scripts print.
+const (
+	checkOutputCap    = 16 << 10
+	checkOutputBudget = 64 << 10
+	minOutputCap      = 512
+)
+
+// checkNice is the nice value checks run at: a check gives way to the
+// learner's own work in the sandbox.
+const checkNice = 10

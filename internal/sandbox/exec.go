@@ -26,6 +26,9 @@ type Script struct {
 	// OutputCap bounds what is kept of each stream; the rest is read and
 	// dropped. Default DefaultOutputCap.
 	OutputCap int
+	// Nice, from 1 to 19, lowers the script's CPU priority (its nice value)
+	// below the learner's own processes; 0 leaves it.
+	Nice int
 }
 
 // Limits of scripts.
@@ -220,6 +223,12 @@ func scriptSpec(t *Template, sc Script) ExecSpec {
 	}
 	secs := strconv.Itoa(int((sc.Timeout + time.Second - 1) / time.Second))
 	cmd := append([]string{"timeout", "-s", "KILL", secs}, Interpreter(sc.Text)...)
+	if sc.Nice > 0 {
+		// BusyBox has renice but no nice(1): a shell lowers its own priority,
+		// then becomes the interpreter.
+		cmd = append([]string{"timeout", "-s", "KILL", secs, "/bin/sh", "-c", `renice -n "$0" -p $$ >/dev/null 2>&1; exec "$@"`,
+			strconv.Itoa(min(sc.Nice, 19))}, Interpreter(sc.Text)...)
+	}
 	env := []string{"TUXLAB_USER=" + user, "TUXLAB_HOME=" + home, "LC_ALL=C.UTF-8"}
 	if !sc.AsRoot {
 		env = append(env, "HOME="+home, "USER="+user, "LOGNAME="+user)

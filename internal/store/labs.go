@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
@@ -27,7 +28,7 @@ const (
 	setup_script, solution, created_at, updated_at`
 	taskColumns       = `id, lab_id, position, title, description, hint, points, check_script`
 	labAttemptColumns = `id, lab_id, user_id, container_id, status, started_at, expires_at, finished_at, grading_since,
-	points, max_points, score, passed, results, checks, last_check_at`
+	points, max_points, score, passed, results, checks, last_check_at, checking_since, sandbox_removed_at`
 )
 
 func scanLab(row scanner) (*lab.Lab, error) {
@@ -62,13 +63,13 @@ func scanTask(row scanner) (taskRow, error) {
 
 func scanLabAttempt(row scanner) (*lab.Attempt, error) {
 	var (
-		a                         lab.Attempt
-		container                 sql.NullInt64
-		finished, grading, lastCk sql.NullTime
-		results                   string
+		a                                            lab.Attempt
+		container                                    sql.NullInt64
+		finished, grading, lastCk, checking, removed sql.NullTime
+		results                                      string
 	)
 	err := row.Scan(&a.ID, &a.LabID, &a.UserID, &container, &a.Status, &a.StartedAt, &a.ExpiresAt, &finished, &grading,
-		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &results, &a.Checks, &lastCk)
+		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &results, &a.Checks, &lastCk, &checking, &removed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lab.ErrAttemptNotFound
 	}
@@ -81,6 +82,7 @@ func scanLabAttempt(row scanner) (*lab.Attempt, error) {
 	a.ContainerID = nullInt(container)
 	a.StartedAt, a.ExpiresAt = a.StartedAt.UTC(), a.ExpiresAt.UTC()
 	a.FinishedAt, a.GradingSince, a.LastCheckAt = nullTime(finished), nullTime(grading), nullTime(lastCk)
+	a.CheckingSince, a.SandboxRemovedAt = nullTime(checking), nullTime(removed)
 	return &a, nil
 }
 
@@ -253,10 +255,29 @@ func (s *LabStore) CountAttempts(ctx context.Context, labID int64) (int, error) 
 	return n, err
 }
 
-// CreateAttempt inserts a; a second open attempt of the same user and lab is attempt.ErrOpen.
-func (s *LabStore) CreateAttempt(ctx context.Context, a *lab.Attempt) error {
+// CreateAttempt inserts a once allow accepts the start times of the user's
+// attempts of the lab since the given time; a second open attempt of the same
+// user and lab is attempt.ErrOpen. The user's row is locked, so concurrent
+// starts count one after the other.
+func (s *LabStore) CreateAttempt(ctx context.Context, a *lab.Attempt, since time.Time, allow func(started []time.Time) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `INSERT INTO lab_attempts (lab_id, user_id, container_id, status, started_at, expires_at,
+		var uid int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+s.dialect.ForUpdate, a.UserID).Scan(&uid); err != nil {
+			return err
+		}
+		started, err := queryAll(ctx, tx, func(row scanner) (time.Time, error) {
+			var at time.Time
+			err := row.Scan(&at)
+			return at.UTC(), err
+		}, `SELECT started_at FROM lab_attempts WHERE user_id = $1 AND lab_id = $2 AND started_at >= $3 ORDER BY started_at`,
+			a.UserID, a.LabID, since.UTC())
+		if err != nil {
+			return err
+		}
+		if err := allow(started); err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `INSERT INTO lab_attempts (lab_id, user_id, container_id, status, started_at, expires_at,
 			max_points, results) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
 			a.LabID, a.UserID, intArg(a.ContainerID), a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints, resultsJSON(a.Results)).Scan(&a.ID)
 		if errors.Is(translate(err), ErrUnique) {
@@ -285,6 +306,15 @@ func (s *LabStore) FindOpenAttempt(ctx context.Context, labID, userID int64) (*l
 		WHERE lab_id = $1 AND user_id = $2 AND status IN ('in_progress', 'grading')`, labID, userID))
 }
 
+// FindAttempts returns the attempts f selects, oldest first.
+func (s *LabStore) FindAttempts(ctx context.Context, f lab.AttemptFilter) ([]*lab.Attempt, error) {
+	q := `SELECT ` + labAttemptColumns + ` FROM lab_attempts WHERE user_id = $1`
+	if f.WithSandbox {
+		q += ` AND container_id IS NOT NULL`
+	}
+	return queryAll(ctx, s.q(ctx), scanLabAttempt, q+` ORDER BY id`, f.UserID)
+}
+
 // UpdateAttempt applies change to an attempt with its row locked.
 func (s *LabStore) UpdateAttempt(ctx context.Context, id int64, change func(*lab.Attempt) error) (*lab.Attempt, error) {
 	var out *lab.Attempt
@@ -297,9 +327,10 @@ func (s *LabStore) UpdateAttempt(ctx context.Context, id int64, change func(*lab
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE lab_attempts SET container_id = $1, status = $2, finished_at = $3, grading_since = $4,
-			points = $5, max_points = $6, score = $7, passed = $8, results = $9, checks = $10, last_check_at = $11 WHERE id = $12`,
+			points = $5, max_points = $6, score = $7, passed = $8, results = $9, checks = $10, last_check_at = $11,
+			checking_since = $12, sandbox_removed_at = $13 WHERE id = $14`,
 			intArg(a.ContainerID), a.Status, timeArg(a.FinishedAt), timeArg(a.GradingSince), a.Points, a.MaxPoints, a.Score, a.Passed,
-			resultsJSON(a.Results), a.Checks, timeArg(a.LastCheckAt), a.ID)
+			resultsJSON(a.Results), a.Checks, timeArg(a.LastCheckAt), timeArg(a.CheckingSince), timeArg(a.SandboxRemovedAt), a.ID)
 		out = a
 		return err
 	})

@@ -66,8 +66,6 @@ func TestBrowserLearner(t *testing.T) {
 		// Idle terminals are warned 10 s ahead, so the script can watch the
 		// countdown; every other step types far more often than that.
 		c.TerminalIdleTimeout = 20 * time.Second
-		// The lesson's sandbox, the laboratory's and the exam attempt's run at once.
-		c.SandboxMaxRunningPerUser = 3
 	})
 	admin := e.CreateUser("admin", auth.RoleAdmin)
 

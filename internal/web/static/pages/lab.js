@@ -9,6 +9,8 @@ import { containerById } from "../sandbox.js";
 import { split } from "./lesson.js";
 
 const key = (id) => `tuxlab.lab.${id}`;
+const sandboxRemoved = "This attempt's sandbox was removed when it ended, so it no longer counts against your sandbox quota. " +
+  "Start the laboratory again for a fresh one.";
 
 /** render draws laboratory ctx.params[0]. */
 export async function render(ctx) {
@@ -65,7 +67,9 @@ export async function render(ctx) {
     if (!open) {
       stopClock();
       clear(status, h("p", { class: a.passed ? "pass" : "fail" },
-        a.status === "expired" ? "Time ran out: this attempt has ended." : `Submitted: ${a.score}% (${a.points}/${a.max_points} points), ${a.passed ? "passed" : "not passed"}.`));
+        a.status === "expired" ? "Time ran out: this attempt has ended." : `Submitted: ${a.score}% (${a.points}/${a.max_points} points), ${a.passed ? "passed" : "not passed"}.`),
+        a.sandbox_removed_at ? h("p", { class: "muted" }, sandboxRemoved) : null);
+      if (a.sandbox_removed_at) closeTerminal();
     } else if (a.last_check_at) {
       const passed = (a.tasks || []).filter((r) => r.passed).length;
       clear(status, h("p", null, `Last check: ${passed} of ${lab.tasks.length} tasks pass.`));
@@ -84,6 +88,13 @@ export async function render(ctx) {
     };
     tick();
     clock = setInterval(tick, 1000);
+  }
+
+  // The attempt ended and the server removed its sandbox: the terminal has
+  // nothing left to show.
+  function closeTerminal() {
+    if (panel) { panel.dispose(); panel = null; }
+    clear(termBox, h("div", { class: "term-placeholder" }, h("p", null, sandboxRemoved)));
   }
 
   function openTerminal(a) {
@@ -131,7 +142,7 @@ export async function render(ctx) {
     } catch (e) {
       if (e.status === 429) {
         wait = Number(e.res.headers.get("Retry-After")) || 5;
-        clear(status, h("p", null, `One check every few seconds: try again in ${wait} s.`));
+        clear(status, h("p", null, e.message));
       } else clear(status, h("p", { class: "error" }, e.message));
     } finally {
       clearTimeout(retryTimer);

@@ -133,8 +133,9 @@ func TestProfileReadAndUpdate(t *testing.T) {
 				t.Fatalf("%v: 422 at %v, want %v", tt.body, l, tt.locs)
 			}
 		}
-		// A body with no content type or an empty body: still a clean 422.
-		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: "", Header: http.Header{"Content-Type": {"text/plain"}}}).Expect(t, 422)
+		// An empty JSON body is a clean 422; a body that is not JSON, 415.
+		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: ""}).Expect(t, 422)
+		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: "", Header: http.Header{"Content-Type": {"text/plain"}}}).Expect(t, 415)
 
 		// E-mail: normalised like registration, unique across accounts.
 		for _, taken := range []string{"bob@tuxlab.org", "BOB@TuxLab.org"} {

@@ -85,6 +85,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		LoginPerUserPerMin: cfg.LoginPerUserPerMin,
 		BcryptWorkers:      cfg.BcryptWorkers,
 		BcryptCost:         cfg.BcryptCost,
+		LimitsNow:          cfg.RateLimitNow,
 	})
 	if cfg.BootstrapAdmin != "" {
 		username, email, _ := strings.Cut(cfg.BootstrapAdmin, ":")

@@ -31,6 +31,10 @@ type Config struct {
 	// Now is the clock of everything that stamps or compares times: nil for
 	// the wall clock. Not read from the environment: tests pin it.
 	Now func() time.Time
+	// RateLimitNow is the clock of the login and password-change rate
+	// limits: nil for the wall clock. Not read from the environment: tests
+	// move it past a limit's window.
+	RateLimitNow func() time.Time
 	// BcryptCost lowers the cost of password hashes for tests (0: the
 	// production cost, 12). Not read from the environment.
 	BcryptCost int

@@ -35,6 +35,10 @@ type Config struct {
 	// limits: nil for the wall clock. Not read from the environment: tests
 	// move it past a limit's window.
 	RateLimitNow func() time.Time
+	// AvatarNormalize replaces the image work of an avatar upload that
+	// passed profile.Check (nil: profile.Normalize). Not read from the
+	// environment: tests make it slow.
+	AvatarNormalize func(data []byte) ([]byte, error)
 	// BcryptCost lowers the cost of password hashes for tests (0: the
 	// production cost, 12). Not read from the environment.
 	BcryptCost int
@@ -80,6 +84,8 @@ type Config struct {
 	TrustedProxies           []netip.Prefix // TUXLAB_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed
 	MetricsToken             Secret         // TUXLAB_METRICS_TOKEN: when set, /metrics needs it as a bearer token
 	CheckTimeout             time.Duration  // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
+	AvatarDecoders           int            // TUXLAB_AVATAR_DECODERS: avatar images decoded at once (0: half the CPUs, 1 to 4)
+	AvatarDecodeTimeout      time.Duration  // TUXLAB_AVATAR_DECODE_TIMEOUT: how long an upload waits for its image's decode
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -181,6 +187,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
+	c.AvatarDecoders = env.int("TUXLAB_AVATAR_DECODERS", 0, 0, 64)
+	c.AvatarDecodeTimeout = env.duration("TUXLAB_AVATAR_DECODE_TIMEOUT", 10*time.Second)
 	c.MetricsToken = Secret(getenv("TUXLAB_METRICS_TOKEN"))
 	if c.DebugAddr = getenv("TUXLAB_DEBUG_ADDR"); c.DebugAddr != "" && !isLoopback(c.DebugAddr) {
 		env.fail(fmt.Errorf("TUXLAB_DEBUG_ADDR must be a loopback address such as 127.0.0.1:6060, not %q: profiles show memory and code paths", c.DebugAddr))

@@ -212,7 +212,9 @@ func (r *Response) Detail() string {
 }
 
 // Request describes a call: body may be nil, a string or []byte sent as is, or
-// any value sent as JSON.
+// any value sent as JSON. A body goes with Content-Type: application/json
+// unless Header has a Content-Type key: its values (none, to send no
+// Content-Type at all) are sent instead.
 type Request struct {
 	Method, Path string
 	Token        string
@@ -283,7 +285,7 @@ func (e *Env) Send(req Request) (*Response, error) {
 	if req.Token != "" {
 		r.Header.Set("Authorization", "Bearer "+req.Token)
 	}
-	if body != nil && r.Header.Get("Content-Type") == "" {
+	if _, given := req.Header["Content-Type"]; body != nil && !given {
 		r.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := e.Server.Client().Do(r)

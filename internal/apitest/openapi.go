@@ -185,6 +185,9 @@ func Validating(t testing.TB, h http.Handler, doc []byte) http.Handler {
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
+		if r.Context().Err() != nil && rec.Body.Len() == 0 {
+			return // the client went away and the handler wrote nothing: nobody reads it
+		}
 		if err := v.Check(r.Method, r.URL.Path, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
 			t.Errorf("openapi: %v", err)
 		}

@@ -85,6 +85,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		LoginPerUserPerMin: cfg.LoginPerUserPerMin,
 		BcryptWorkers:      cfg.BcryptWorkers,
 		BcryptCost:         cfg.BcryptCost,
+		LimitsNow:          cfg.RateLimitNow,
 	})
 	if cfg.BootstrapAdmin != "" {
 		username, email, _ := strings.Cut(cfg.BootstrapAdmin, ":")
@@ -100,7 +101,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
-	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), log)
+	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), profile.Options{
+		Log: log, Decoders: cfg.AvatarDecoders, DecodeTimeout: cfg.AvatarDecodeTimeout, Normalize: cfg.AvatarNormalize})
 	if cfg.BundledCurriculum {
 		if err := a.loadBundled(ctx); err != nil {
 			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
@@ -313,6 +315,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	case <-ctx.Done():
 	}
 	a.Log.Info("shutting down: waiting for in-flight requests", "grace", grace.String())
+	// Uploads waiting for an image decode answer 503 at once: a decode
+	// cannot be cut short, and the shutdown does not wait for one.
+	a.Profiles.Stop()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	// The server does not wait for hijacked connections: the terminals are

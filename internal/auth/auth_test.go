@@ -2,11 +2,14 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"tuxlab/internal/errs"
 )
@@ -168,5 +171,59 @@ func TestHasherServesKnownClientsFirst(t *testing.T) {
 	h.release()
 	if err := h.do(context.Background(), func() {}); err != nil {
 		t.Fatalf("the slot was lost: %v", err)
+	}
+}
+
+// oneUser is a UserStore holding one user; it answers only FindUserByID.
+type oneUser struct {
+	UserStore
+	u *User
+}
+
+func (s oneUser) FindUserByID(context.Context, int64) (*User, error) { u := *s.u; return &u, nil }
+
+// TestPasswordChangeUsesTheOrdinaryLane: a signed-in user checking a current
+// password waits in the hasher's ordinary lane, even with a context marked
+// known, so wrong guesses sent at once cannot go ahead of logins from new
+// addresses; and the attempts are rate limited per account.
+func TestPasswordChangeUsesTheOrdinaryLane(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("the right password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewService(oneUser{u: &User{ID: 7, Username: "kim", PasswordHash: string(hash)}}, Options{
+		LoginPerUserPerMin: 3, BcryptWorkers: 1, BcryptCost: bcrypt.MinCost, Now: func() time.Time { return now }})
+	if err := s.hasher.acquire(context.Background(), laneOther); err != nil { // occupy the only worker
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := s.PreparePasswordChange(WithPriority(context.Background()), 7, "a wrong guess", "a new password")
+		done <- err
+	}()
+	for s.hasher.waiting(laneKnown)+s.hasher.waiting(laneOther) == 0 {
+		time.Sleep(time.Millisecond) // until the check has queued, in whichever lane
+	}
+	if n := s.hasher.waiting(laneKnown); n != 0 {
+		t.Errorf("%d password checks wait in the known clients' lane", n)
+	}
+	s.hasher.release()
+	if err := <-done; err != ErrWrongPassword {
+		t.Fatalf("wrong guess: %v", err)
+	}
+	// Two more guesses within the minute, then 429 whatever the password.
+	for range 2 {
+		if _, err := s.PreparePasswordChange(context.Background(), 7, "a wrong guess", "a new password"); err != ErrWrongPassword {
+			t.Fatalf("guess: %v", err)
+		}
+	}
+	var e *errs.Error
+	if _, err := s.PreparePasswordChange(context.Background(), 7, "the right password", "a new password"); !errors.As(err, &e) || e.Kind != errs.TooManyRequests || e.RetryAfter <= 0 {
+		t.Fatalf("fourth attempt in a minute: %v", err)
+	}
+	now = now.Add(20 * time.Second) // one attempt back
+	if c, err := s.PreparePasswordChange(context.Background(), 7, "the right password", "a new password"); err != nil || c.hash == "" {
+		t.Fatalf("after the wait: %v", err)
 	}
 }

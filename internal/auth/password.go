@@ -19,9 +19,11 @@ const BcryptCost = 12
 // logins queues up here instead of taking every CPU from the other routes. When
 // a queue is full, callers are turned away at once with 503.
 //
-// Callers wait in two lanes. Known clients (an address that logged in lately,
-// or a signed-in user) go first, each lane with its own queue, so a flood of
-// wrong logins from unknown addresses can neither delay nor turn away them.
+// Callers wait in two lanes. Known clients (an address that logged in lately)
+// go first, each lane with its own queue, so a flood of wrong logins from
+// unknown addresses can neither delay nor turn away them. Work a caller can
+// repeat at will with no login to show for it (checking a password change's
+// current password) waits in the ordinary lane, whoever asks.
 type Hasher struct {
 	cost       int
 	dummy      []byte // compared against for unknown users, so timing does not tell
@@ -42,6 +44,12 @@ type priorityKey struct{}
 // WithPriority marks ctx as a known client's: its hashes wait in the first lane.
 func WithPriority(ctx context.Context) context.Context {
 	return context.WithValue(ctx, priorityKey{}, true)
+}
+
+// withoutPriority marks ctx as an ordinary caller's, whatever it carried:
+// for work a caller could repeat at will, such as guessing a password.
+func withoutPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, priorityKey{}, false)
 }
 
 func laneOf(ctx context.Context) int {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"tuxlab/internal/errs"
@@ -29,9 +30,13 @@ type PasswordChange struct {
 // PreparePasswordChange checks a user's own password change: current must be
 // the user's password, next must pass the registration rules and differ from
 // current. Both bcrypt computations run on the bounded hasher (503 when its
-// queue is full), outside any transaction. Checking the current password counts
-// as a login attempt of the user for the per-username rate limit (429), so a
-// stolen token cannot be used to guess the password faster than a login could.
+// queue is full), outside any transaction, in its ordinary lane: a signed-in
+// user is known, but one who sends wrong current passwords at once must not
+// go ahead of logins from new addresses. Attempts are rate limited per
+// account as logins are per account and address (429 with Retry-After,
+// TUXLAB_AUTH_RATE_USER a minute), and count towards the account's ceiling
+// that logins share, so a stolen token cannot be used to guess the password
+// faster than a login could.
 // Problems are 422 at ["body", "current_password"] or ["body", "new_password"].
 func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, next string) (*PasswordChange, error) {
 	u, err := s.users.FindUserByID(ctx, id)
@@ -46,10 +51,13 @@ func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, 
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
+	if ok, wait := s.perChange.Allow(strconv.FormatInt(id, 10)); !ok {
+		return nil, tooMany(wait)
+	}
 	if ok, wait := s.perAccount.Allow(strings.ToLower(u.Username)); !ok {
 		return nil, tooMany(wait)
 	}
-	ctx = WithPriority(ctx) // a signed-in user is a known client
+	ctx = withoutPriority(ctx)
 	ok, err := s.hasher.Verify(ctx, u.PasswordHash, current)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ type Options struct {
 	// environment variable sets.
 	BcryptCost int
 	Now        func() time.Time // nil for time.Now
+	// LimitsNow is the clock of the rate limits (nil for Now); tests move
+	// it past a limit's window without moving the tokens' clock.
+	LimitsNow func() time.Time
 	// Sessions are ended when a user's access ends (nil: none to end).
 	Sessions Sessions
 }
@@ -62,9 +65,12 @@ type Service struct {
 	// per-client budget, so nobody can lock an account out from one address,
 	// and a guess from many addresses is still bounded.
 	perAccount *RateLimiter
-	known      *knownClients
-	sessions   Sessions
-	now        func() time.Time
+	// perChange limits password changes per account (user id) as perUser
+	// limits logins: each checks the current password, a guess.
+	perChange *RateLimiter
+	known     *knownClients
+	sessions  Sessions
+	now       func() time.Time
 }
 
 // NewService returns a Service over users.
@@ -77,13 +83,18 @@ func NewService(users UserStore, o Options) *Service {
 	if sessions == nil {
 		sessions = noSessions{}
 	}
+	limitsNow := o.LimitsNow
+	if limitsNow == nil {
+		limitsNow = now
+	}
 	return &Service{
 		users:      users,
 		hasher:     NewHasher(cmp.Or(o.BcryptCost, BcryptCost), o.BcryptWorkers, 64),
 		tokens:     NewTokens(o.Secret, o.TokenTTL, now),
-		perIP:      NewRateLimiter(o.AuthPerIPPerMinute, now),
-		perUser:    NewRateLimiter(o.LoginPerUserPerMin, now),
-		perAccount: NewRateLimiter(10*o.LoginPerUserPerMin, now),
+		perIP:      NewRateLimiter(o.AuthPerIPPerMinute, limitsNow),
+		perUser:    NewRateLimiter(o.LoginPerUserPerMin, limitsNow),
+		perAccount: NewRateLimiter(10*o.LoginPerUserPerMin, limitsNow),
+		perChange:  NewRateLimiter(o.LoginPerUserPerMin, limitsNow),
 		known:      &knownClients{seen: map[string]time.Time{}, now: now},
 		sessions:   sessions,
 		now:        now,

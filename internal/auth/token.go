@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"hash"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -29,8 +31,22 @@ type Claims struct {
 
 var _ jwt.Claims = Claims{}
 
-// UserID returns the subject as a user id.
-func (c Claims) UserID() (int64, error) { return strconv.ParseInt(c.Subject, 10, 64) }
+// UserID returns the subject as a user id. The subject must be the id as
+// Issue writes it, a canonical decimal: digits only, no sign, space,
+// exponent or leading zero, greater than zero and within int64. Any other
+// spelling ("+7", "07", " 7", "7e0") is refused rather than read as 7, so
+// one user id has one spelling in tokens.
+func (c Claims) UserID() (int64, error) {
+	s := c.Subject
+	if len(s) == 0 || len(s) > 19 || s[0] < '1' || s[0] > '9' || !allDigits(s) {
+		return 0, errBadToken
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errBadToken // past int64
+	}
+	return id, nil
+}
 
 // Issued returns the issue time.
 func (c Claims) Issued() time.Time {
@@ -93,6 +109,13 @@ func (t *Tokens) Issue(u *User) (string, error) {
 // errBadToken is returned for every token that does not verify; the reason is not told.
 var errBadToken = errors.New("invalid token")
 
+// IssuedAtSkew is how far in the future a token's issue time (iat) may lie
+// and the token still be accepted: the clocks of replicas (or of the host
+// that issued it) may differ a little. A token issued further ahead is
+// refused until then, as RFC 7519 lets a verifier refuse a token "used
+// before issued": it was made with a wrong clock or by someone holding the key.
+const IssuedAtSkew = 60 * time.Second
+
 // Parse verifies a token's signature, algorithm and expiry and returns its
 // claims. It runs on every authenticated request, and a client sends the
 // same token on each: the claims of a token whose signature verified are
@@ -110,16 +133,21 @@ func (t *Tokens) Parse(token string) (Claims, error) {
 }
 
 // parseExpired is Parse without the expiry: for a session that was opened
-// while its token was valid.
+// while its token was valid. The issue time is checked against the clock
+// every time, like the expiry: a token issued in the future (see
+// IssuedAtSkew) verifies, but is refused until its time comes.
 func (t *Tokens) parseExpired(token string) (Claims, error) {
-	if c, ok := t.verified.get(token); ok {
-		return c, nil
+	c, ok := t.verified.get(token)
+	if !ok {
+		var err error
+		if c, err = t.verify(token); err != nil {
+			return Claims{}, err
+		}
+		t.verified.put(token, c)
 	}
-	c, err := t.verify(token)
-	if err != nil {
-		return Claims{}, err
+	if latest := float64(t.now().Add(IssuedAtSkew).UnixMicro()) / 1e6; c.IssuedAt > latest {
+		return Claims{}, errBadToken
 	}
-	t.verified.put(token, c)
 	return c, nil
 }
 
@@ -128,7 +156,9 @@ func (t *Tokens) parseExpired(token string) (Claims, error) {
 // package's general parser (a third of a request's token and user checks
 // went to its reflection and allocations): the header must name HS256, the
 // signature must match before any claim is read, the claims must name a
-// user and carry an expiry.
+// user (a canonical id, see Claims.UserID) and carry an expiry and a
+// non-negative issue time. Neither the header nor the claims may repeat a
+// member (see uniqueMembers).
 func (t *Tokens) verify(token string) (Claims, error) {
 	header, rest, ok := strings.Cut(token, ".")
 	if !ok {
@@ -154,7 +184,7 @@ func (t *Tokens) verify(token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, errBadToken
 	}
-	if c.Expires == 0 {
+	if c.Expires == 0 || c.IssuedAt < 0 {
 		return Claims{}, errBadToken
 	}
 	if _, err := c.UserID(); err != nil || c.Username == "" {
@@ -197,11 +227,77 @@ func (v *verifiedTokens) put(token string, c Claims) {
 // (FuzzDecodeClaims checks it).
 func decodeClaims(raw []byte) (Claims, error) {
 	if c, ok := decodeIssuedClaims(string(raw)); ok {
-		return c, nil
+		return c, nil // that shape names each member once
 	}
 	var c Claims
+	if !uniqueMembers(raw, "sub", "username", "iat", "exp") {
+		return c, errBadToken
+	}
 	err := json.Unmarshal(raw, &c)
 	return c, err
+}
+
+// uniqueMembers reports whether raw is one JSON object in which no object, at
+// any depth, has two members whose names encoding/json could take for one
+// (names equal ignoring case: it matches struct fields that way, and keeps
+// the last), and whose own members spell each of the names in fields
+// exactly when they match one ignoring case ("SUB" is not "sub" to RFC 7519,
+// but encoding/json would read it as sub). A JWT whose header or claims name
+// a member twice is refused (RFC 7515 section 4: parsers either refuse it or
+// keep the last, and two parsers that differ on it disagree on what the token
+// says); so is one whose names only encoding/json would read as ours.
+func uniqueMembers(raw []byte, fields ...string) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	stack := [][]string{{}} // the names seen in each open object; nil for an array
+	wantName := true
+	for len(stack) > 0 {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		if wantName { // in an object, between members
+			if tok == json.Delim('}') {
+				stack = stack[:top]
+				wantName = len(stack) > 0 && stack[len(stack)-1] != nil
+				continue
+			}
+			name, _ := tok.(string) // the decoder allows nothing else here
+			for _, seen := range stack[top] {
+				if strings.EqualFold(seen, name) {
+					return false
+				}
+			}
+			if top == 0 {
+				for _, f := range fields {
+					if strings.EqualFold(f, name) && f != name {
+						return false
+					}
+				}
+			}
+			stack[top] = append(stack[top], name)
+			wantName = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, []string{})
+			wantName = true
+			continue
+		case json.Delim('['):
+			stack = append(stack, nil)
+			continue
+		case json.Delim(']'):
+			stack = stack[:top]
+		}
+		// A value ended: in an object, a name comes next.
+		wantName = len(stack) > 0 && stack[len(stack)-1] != nil
+	}
+	_, err := dec.Token()
+	return err == io.EOF // nothing after the object
 }
 
 // decodeIssuedClaims reads claims in exactly the shape Issue writes them,
@@ -292,7 +388,7 @@ func isHS256Header(segment string) bool {
 		Alg  string          `json:"alg"`
 		Crit json.RawMessage `json:"crit"`
 	}
-	return json.Unmarshal(raw, &h) == nil && h.Alg == jwt.SigningMethodHS256.Alg() && h.Crit == nil
+	return uniqueMembers(raw, "alg", "crit") && json.Unmarshal(raw, &h) == nil && h.Alg == jwt.SigningMethodHS256.Alg() && h.Crit == nil
 }
 
 // mac is an HMAC-SHA256 keyed with the secret, and buffers that let Parse

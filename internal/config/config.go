@@ -31,6 +31,14 @@ type Config struct {
 	// Now is the clock of everything that stamps or compares times: nil for
 	// the wall clock. Not read from the environment: tests pin it.
 	Now func() time.Time
+	// RateLimitNow is the clock of the login and password-change rate
+	// limits: nil for the wall clock. Not read from the environment: tests
+	// move it past a limit's window.
+	RateLimitNow func() time.Time
+	// AvatarNormalize replaces the image work of an avatar upload that
+	// passed profile.Check (nil: profile.Normalize). Not read from the
+	// environment: tests make it slow.
+	AvatarNormalize func(data []byte) ([]byte, error)
 	// BcryptCost lowers the cost of password hashes for tests (0: the
 	// production cost, 12). Not read from the environment.
 	BcryptCost int
@@ -78,6 +86,8 @@ type Config struct {
 	TrustedProxies           []netip.Prefix // TUXLAB_TRUSTED_PROXIES: peers whose X-Forwarded-For is believed
 	MetricsToken             Secret         // TUXLAB_METRICS_TOKEN: when set, /metrics needs it as a bearer token
 	CheckTimeout             time.Duration  // TUXLAB_CHECK_TIMEOUT: one check script of a lab task or practical question
+	AvatarDecoders           int            // TUXLAB_AVATAR_DECODERS: avatar images decoded at once (0: half the CPUs, 1 to 4)
+	AvatarDecodeTimeout      time.Duration  // TUXLAB_AVATAR_DECODE_TIMEOUT: how long an upload waits for its image's decode
 
 	// BundledCurriculum loads the embedded curriculum into a database with no
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
@@ -181,6 +191,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.LabCheckBudget = env.duration("TUXLAB_LAB_CHECK_BUDGET", 30*time.Second)
 	c.LabAttemptsPerDay = env.int("TUXLAB_LAB_ATTEMPTS_PER_DAY", 10, 1, 1000)
 	c.CheckTimeout = env.duration("TUXLAB_CHECK_TIMEOUT", 10*time.Second)
+	c.AvatarDecoders = env.int("TUXLAB_AVATAR_DECODERS", 0, 0, 64)
+	c.AvatarDecodeTimeout = env.duration("TUXLAB_AVATAR_DECODE_TIMEOUT", 10*time.Second)
 	c.MetricsToken = Secret(getenv("TUXLAB_METRICS_TOKEN"))
 	if c.DebugAddr = getenv("TUXLAB_DEBUG_ADDR"); c.DebugAddr != "" && !isLoopback(c.DebugAddr) {
 		env.fail(fmt.Errorf("TUXLAB_DEBUG_ADDR must be a loopback address such as 127.0.0.1:6060, not %q: profiles show memory and code paths", c.DebugAddr))

@@ -27,6 +27,7 @@ const (
 	TooManyRequests             // rate limited: 429
 	Unavailable                 // a dependency is down or at capacity: 503
 	UpgradeRequired             // a WebSocket route asked without a WebSocket upgrade: 426
+	UnsupportedType             // the request body is not of a media type the route takes: 415
 )
 
 // FieldError is one entry of a validation error: where the bad input is and why.

@@ -284,6 +284,18 @@ func forge(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims
 	return s
 }
 
+// forgeRaw signs a header and claims written by hand with HS256 and key.
+func forgeRaw(t *testing.T, key []byte, header, claims string) string {
+	t.Helper()
+	b64 := base64.RawURLEncoding.EncodeToString
+	signing := b64([]byte(header)) + "." + b64([]byte(claims))
+	sig, err := jwt.SigningMethodHS256.Sign(signing, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing + "." + b64(sig)
+}
+
 func TestPerRequestChecks(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
@@ -307,6 +319,15 @@ func TestPerRequestChecks(t *testing.T) {
 			{"no expiry", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": sub, "username": "grace", "iat": now.Unix()}), 401, "Could not validate credentials"},
 			{"unknown user id", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "999999", "username": "grace", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "User not found"},
 			{"username claim of someone else", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": sub, "username": "mallory", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "User not found"},
+			// Issued more than IssuedAtSkew (60 s) ahead; a spelling of the id other than its own; a member twice.
+			{"issued in the future", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": sub, "username": "grace", "iat": now.Add(auth.IssuedAtSkew + 5*time.Second).Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "Could not validate credentials"},
+			{"issued within the skew", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": sub, "username": "grace", "iat": now.Add(auth.IssuedAtSkew / 2).Unix(), "exp": now.Add(time.Hour).Unix()}), 200, ""},
+			{"sub with a leading zero", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "0" + sub, "username": "grace", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "Could not validate credentials"},
+			{"sub with a plus", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": "+" + sub, "username": "grace", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "Could not validate credentials"},
+			{"sub with a space", "Bearer " + forge(t, jwt.SigningMethodHS256, secret, jwt.MapClaims{"sub": sub + " ", "username": "grace", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}), 401, "Could not validate credentials"},
+			{"sub twice", "Bearer " + forgeRaw(t, secret, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"sub":"999999","username":"grace","iat":%d,"exp":%d,"sub":%q}`, now.Unix(), now.Add(time.Hour).Unix(), sub)), 401, "Could not validate credentials"},
+			{"alg twice", "Bearer " + forgeRaw(t, secret, `{"alg":"none","alg":"HS256"}`, fmt.Sprintf(`{"sub":%q,"username":"grace","iat":%d,"exp":%d}`, sub, now.Unix(), now.Add(time.Hour).Unix())), 401, "Could not validate credentials"},
+			{"claims in another order", "Bearer " + forgeRaw(t, secret, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"exp":%d,"iat":%d,"username":"grace","sub":%q}`, now.Add(time.Hour).Unix(), now.Unix(), sub)), 200, ""},
 			{"valid", "Bearer " + u.Token, 200, ""},
 		}
 		for _, tt := range tests {

@@ -24,6 +24,7 @@ var statusOf = map[errs.Kind]int{
 	errs.TooManyRequests: http.StatusTooManyRequests,
 	errs.Unavailable:     http.StatusServiceUnavailable,
 	errs.UpgradeRequired: http.StatusUpgradeRequired,
+	errs.UnsupportedType: http.StatusUnsupportedMediaType,
 }
 
 // internalDetail is all a client learns of a server fault.

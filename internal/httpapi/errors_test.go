@@ -57,6 +57,7 @@ func TestBodyOverLimitWithoutContentLength(t *testing.T) {
 	}()
 	req, _ := http.NewRequest("POST", e.URL+"/api/auth/login", pr)
 	req.ContentLength = -1 // chunked: the limit must hold while reading
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.Server.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

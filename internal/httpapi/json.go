@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,10 +112,14 @@ func putJSONBuffer(buf *bytes.Buffer) {
 	jsonBuffers.Put(buf)
 }
 
-// decodeJSON reads a JSON object body into dst. Unknown fields are ignored;
+// decodeJSON reads a JSON object body into dst. The request must say it is
+// JSON (see requireJSON: 415 otherwise). Unknown fields are ignored;
 // malformed JSON and wrongly typed fields are 422 with their location; a body
 // over the limit is 413.
 func decodeJSON(r *http.Request, dst any) error {
+	if err := requireJSON(r); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(r.Body)
 	if isTooLarge(err) {
 		return errBodyTooLarge
@@ -141,6 +146,47 @@ func decodeJSON(r *http.Request, dst any) error {
 	default:
 		return errs.Field([]any{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
 	}
+}
+
+// requireJSON refuses, with 415, a request whose Content-Type is not JSON:
+// application/json or a structured application/...+json type (RFC 6839),
+// with parameters allowed, though a charset must be utf-8 (RFC 8259). A
+// missing Content-Type is refused too: a browser sends a cross-site POST
+// without a preflight only as text/plain, form-urlencoded or multipart, so a
+// page on another site cannot make a JSON route act (register an account,
+// say) with a body it labels otherwise.
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case ct == "":
+		return errNotJSON
+	case err != nil || !isJSONType(mt):
+		return errs.Errorf(errs.UnsupportedType, "Unsupported media type %q: send the body as JSON with Content-Type: application/json", mediaTypeOf(ct))
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return errs.Errorf(errs.UnsupportedType, "Unsupported charset %q: JSON bodies are UTF-8", params["charset"])
+	}
+	return nil
+}
+
+var errNotJSON = errs.E(errs.UnsupportedType, "Content-Type required: send the body as JSON with Content-Type: application/json")
+
+// isJSONType reports whether the media type mt (lower case, without
+// parameters) is JSON: application/json or application/<anything>+json.
+func isJSONType(mt string) bool {
+	sub, ok := strings.CutPrefix(mt, "application/")
+	return ok && (sub == "json" || len(sub) > len("+json") && strings.HasSuffix(sub, "+json"))
+}
+
+// mediaTypeOf returns the media type of a Content-Type header without its
+// parameters, cut short so that a detail never echoes much of a header.
+func mediaTypeOf(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	if len(mt) > 64 {
+		mt = mt[:64] + "..."
+	}
+	return mt
 }
 
 // isTooLarge reports whether a body read failed on the size limit.

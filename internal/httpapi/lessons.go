@@ -395,7 +395,7 @@ func (s *Server) handleAdminDeleteTheme(w http.ResponseWriter, r *http.Request) 
 // text/plain), or JSON {"markdown": "..."} when the content type is JSON.
 func readMarkdown(r *http.Request, required bool) (string, error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct == "application/json" {
+	if isJSONType(ct) {
 		var body struct {
 			Markdown *string `json:"markdown"`
 		}

@@ -265,6 +265,9 @@ func (rt route) responseCodes() []int {
 	if rt.doc.body != "" || rt.doc.text != noText || rt.doc.form != "" {
 		codes[413], codes[422] = true, true
 	}
+	if rt.doc.body != "" {
+		codes[415] = true // a body that does not say it is JSON (or YAML where alsoYAML)
+	}
 	if len(rt.doc.params) > 0 || pathParam.MatchString(rt.path) {
 		codes[422] = true
 	}
@@ -367,7 +370,7 @@ func (s *Server) openAPIDocument() []byte {
 		"info": map[string]any{
 			"title":       "tuxlab API",
 			"version":     s.version,
-			"description": "Learn Linux system administration by doing. Errors are {\"detail\": string}, or for 422 {\"detail\": [{loc, msg, type}]}. Timestamps are UTC YYYY-MM-DDTHH:MM:SSZ. Lists are bare arrays; paginated lists carry X-Total-Count and Link headers.",
+			"description": "Learn Linux system administration by doing. Errors are {\"detail\": string}, or for 422 {\"detail\": [{loc, msg, type}]}. JSON request bodies need Content-Type: application/json (or application/...+json; a charset, if given, utf-8): any other or none is 415. Timestamps are UTC YYYY-MM-DDTHH:MM:SSZ. Lists are bare arrays; paginated lists carry X-Total-Count and Link headers.",
 		},
 		"paths": paths,
 		"components": map[string]any{

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
+	"tuxlab/internal/store/storetest"
 )
 
 type profileBody struct {
@@ -133,8 +135,9 @@ func TestProfileReadAndUpdate(t *testing.T) {
 				t.Fatalf("%v: 422 at %v, want %v", tt.body, l, tt.locs)
 			}
 		}
-		// A body with no content type or an empty body: still a clean 422.
-		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: "", Header: http.Header{"Content-Type": {"text/plain"}}}).Expect(t, 422)
+		// An empty JSON body is a clean 422; a body that is not JSON, 415.
+		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: ""}).Expect(t, 422)
+		e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/me", Token: alice.Token, Body: "", Header: http.Header{"Content-Type": {"text/plain"}}}).Expect(t, 415)
 
 		// E-mail: normalised like registration, unique across accounts.
 		for _, taken := range []string{"bob@tuxlab.org", "BOB@TuxLab.org"} {
@@ -222,6 +225,44 @@ func TestProfilePasswordChange(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]any{"username": "alice", "password": next}}).Expect(t, 200)
 		expectKinds(t, e, alice.ID, "password_changed")
 	})
+}
+
+// TestPasswordChangeRateLimit: password changes are limited per account like
+// logins (TUXLAB_AUTH_RATE_USER a minute): the attempt after the budget is
+// 429 with Retry-After, even with the right password, and once the window has
+// passed the right password changes it.
+func TestPasswordChangeRateLimit(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
+			clock := &pinnedClock{t: time.Now()}
+			e := apitest.New(t, eng, func(c *config.Config) { c.LoginPerUserPerMin = 3; c.RateLimitNow = clock.Now })
+			alice := e.CreateUser("alice", auth.RoleStudent)
+			bob := e.CreateUser("bob", auth.RoleStudent)
+			change := func(u *apitest.User, current string) *apitest.Response {
+				return e.Do(apitest.Request{Method: "PUT", Path: "/api/profile/password", Token: u.Token,
+					Body: map[string]any{"current_password": current, "new_password": "a brand new passphrase"}})
+			}
+			for range 3 {
+				change(alice, "a wrong guess").Expect(t, 422)
+			}
+			for _, current := range []string{"a wrong guess", apitest.Password} {
+				r := change(alice, current).Expect(t, 429)
+				if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n < 1 || n > 60 {
+					t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+				}
+			}
+			change(bob, "a wrong guess").Expect(t, 422) // another account has its own budget
+			expectKinds(t, e, alice.ID)
+
+			clock.mu.Lock()
+			clock.t = clock.t.Add(time.Minute)
+			clock.mu.Unlock()
+			change(alice, apitest.Password).Expect(t, 200)
+			expectKinds(t, e, alice.ID, "password_changed")
+		})
+	}
 }
 
 // avatarUpload is a multipart body with one file field and a content type.

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"tuxlab/internal/auth"
@@ -188,8 +187,9 @@ func (s *Server) handleAdminListUsers(w http.ResponseWriter, r *http.Request) er
 
 func (s *Server) handleAdminCreateUser(w http.ResponseWriter, r *http.Request) error {
 	// The admin convention is the query string; a JSON body keeps the
-	// password out of URLs (and so out of proxies' access logs).
-	if r.ContentLength != 0 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+	// password out of URLs (and so out of proxies' access logs). A body of
+	// any other type is refused (415), not ignored.
+	if r.ContentLength != 0 {
 		return s.adminCreateUserFromBody(w, r)
 	}
 	q := newQuery(r)

@@ -20,7 +20,16 @@ import (
 const (
 	MaxAvatarBytes = 2 << 20 // an upload's file, in bytes
 	MaxAvatarSide  = 4096    // an upload's width and height, in pixels
-	AvatarSide     = 512     // stored avatars are square, at most this wide
+	// MaxAvatarPixels bounds width times height, what a decode's memory and
+	// time grow with, whatever the sides.
+	MaxAvatarPixels = MaxAvatarSide * MaxAvatarSide
+	// MaxJPEGScans bounds the scans of a JPEG. Go's decoder walks every
+	// block of the image once per scan, and a scan can cost a few bytes, so
+	// a small file of thousands of scans took minutes of CPU. A baseline
+	// JPEG has one scan; libjpeg's progressive scripts have 6 (grey), 10
+	// (YCbCr), 14 (RGB) or 18 (CMYK).
+	MaxJPEGScans = 32
+	AvatarSide   = 512 // stored avatars are square, at most this wide
 )
 
 var locFile = []any{"body", "file"}
@@ -78,32 +87,59 @@ func sniff(b []byte) (imageFormat, bool) {
 	return imageFormat{}, false
 }
 
+// Check refuses, cheaply, an upload that Normalize would refuse or that
+// would cost too much to decode, before any pixel is decoded: its size, its
+// format (by content), its dimensions from the header (MaxAvatarSide,
+// MaxAvatarPixels) and, for a JPEG, the number of its scans (MaxJPEGScans),
+// counted by walking its marker segments. It reads the file once and
+// allocates nothing that grows with the image. A decoder cannot be stopped
+// part way, so this is what keeps every decode that starts short.
+func Check(data []byte) error {
+	_, _, err := check(data)
+	return err
+}
+
+// check is Check, returning the format and header it read.
+func check(data []byte) (imageFormat, image.Config, error) {
+	switch {
+	case len(data) == 0:
+		return imageFormat{}, image.Config{}, ErrAvatarEmpty
+	case len(data) > MaxAvatarBytes:
+		return imageFormat{}, image.Config{}, ErrAvatarTooLarge
+	}
+	f, ok := sniff(data)
+	if !ok {
+		return f, image.Config{}, ErrNotAnImage
+	}
+	cfg, err := f.config(data)
+	if err != nil {
+		return f, cfg, ErrDamagedImage
+	}
+	if w, h := cfg.Width, cfg.Height; w < 1 || h < 1 || w > MaxAvatarSide || h > MaxAvatarSide || w*h > MaxAvatarPixels {
+		return f, cfg, errs.Field(locFile, fmt.Sprintf("The image is %dx%d pixels: at most %dx%d",
+			cfg.Width, cfg.Height, MaxAvatarSide, MaxAvatarSide), "value_error")
+	}
+	if f.name == "jpeg" {
+		if n := jpegScans(data); n > MaxJPEGScans {
+			return f, cfg, errs.Field(locFile, fmt.Sprintf("The JPEG has %d scans: at most %d (a progressive JPEG has about 10); save it again, as a baseline JPEG or a PNG",
+				n, MaxJPEGScans), "value_error")
+		}
+	}
+	return f, cfg, nil
+}
+
 // Normalize turns an uploaded image into a stored avatar: a PNG, square (the
 // centre of the image), at most AvatarSide pixels wide. The format is
-// recognised by content: PNG, JPEG, GIF (its first frame) or WebP. The
-// dimensions are read from the header and checked before anything is decoded,
-// so a small file declaring a huge image is refused without allocating it.
+// recognised by content: PNG, JPEG, GIF (its first frame) or WebP. The file
+// passes Check first, so a small file declaring a huge image, or a JPEG of
+// thousands of scans, is refused without decoding it.
 // The output is encoded afresh from the pixels: no metadata, extra chunk or
 // trailing data of the upload survives. A JPEG's EXIF orientation is applied
 // first, since the EXIF data itself does not survive.
 func Normalize(data []byte) ([]byte, error) {
-	switch {
-	case len(data) == 0:
-		return nil, ErrAvatarEmpty
-	case len(data) > MaxAvatarBytes:
-		return nil, ErrAvatarTooLarge
-	}
-	f, ok := sniff(data)
-	if !ok {
-		return nil, ErrNotAnImage
-	}
-	cfg, err := f.config(data)
+	f, cfg, err := check(data)
 	if err != nil {
-		return nil, ErrDamagedImage
-	}
-	if cfg.Width < 1 || cfg.Height < 1 || cfg.Width > MaxAvatarSide || cfg.Height > MaxAvatarSide {
-		return nil, errs.Field(locFile, fmt.Sprintf("The image is %dx%d pixels: at most %dx%d",
-			cfg.Width, cfg.Height, MaxAvatarSide, MaxAvatarSide), "value_error")
+		return nil, err
 	}
 	img, err := f.decode(data)
 	if err != nil {
@@ -170,6 +206,54 @@ func jpegOrientation(b []byte) int {
 		i += 2 + n
 	}
 	return 1
+}
+
+// jpegScans counts the start-of-scan (SOS) markers of a JPEG up to its end
+// (EOI), as image/jpeg would meet them: segments with a length are skipped
+// by it, and the entropy-coded data after a scan's header up to the next
+// marker (0xFF followed by anything but 0x00, a fill 0xFF or a restart
+// marker). Bytes the decoder would skip as extraneous are skipped the same
+// way, so a scan the decoder would run is never left uncounted.
+func jpegScans(b []byte) int {
+	scans := 0
+	for i := 2; i < len(b); { // after SOI
+		i = nextMarker(b, i)
+		if i+1 >= len(b) {
+			return scans
+		}
+		marker := b[i+1]
+		i += 2
+		switch {
+		case marker == 0xd9: // EOI
+			return scans
+		case marker >= 0xd0 && marker <= 0xd8, marker == 0x01: // RSTn, SOI, TEM: no length
+			continue
+		}
+		if i+2 > len(b) {
+			return scans
+		}
+		i += int(binary.BigEndian.Uint16(b[i:])) // the length counts itself
+		if marker == 0xda {
+			scans++ // its data runs to the next marker, which nextMarker finds
+		}
+	}
+	return scans
+}
+
+// nextMarker returns the index of the 0xFF that starts the next marker at
+// or after i (len(b) when there is none): 0xFF followed by a byte other than
+// 0x00 (a stuffed data byte), 0xFF (fill) or a restart marker, which the
+// entropy-coded data of a scan may hold.
+func nextMarker(b []byte, i int) int {
+	for ; i+1 < len(b); i++ {
+		if b[i] != 0xff {
+			continue
+		}
+		if m := b[i+1]; m != 0x00 && m != 0xff && (m < 0xd0 || m > 0xd7) {
+			return i
+		}
+	}
+	return len(b)
 }
 
 // tiffOrientation reads tag 0x0112 (Orientation) of the first IFD of a TIFF

@@ -368,3 +368,78 @@ func TestDirStorage(t *testing.T) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
+
+// scansJPEG is a valid progressive greyscale JPEG of w×h pixels made of
+// scans scans, each a few bytes: one run of end-of-band codes over every
+// block, as cheap to write as it is costly to decode (image/jpeg walks every
+// block of the image once per scan).
+func scansJPEG(w, h, scans int) []byte {
+	segment := func(marker byte, data ...byte) []byte {
+		return append(binary.BigEndian.AppendUint16([]byte{0xff, marker}, uint16(len(data)+2)), data...)
+	}
+	out := []byte{0xff, 0xd8}
+	out = append(out, segment(0xdb, append([]byte{0}, bytes.Repeat([]byte{1}, 64)...)...)...)          // DQT: all ones
+	out = append(out, segment(0xc2, 8, byte(h>>8), byte(h), byte(w>>8), byte(w), 1, 1, 0x11, 0)...)    // SOF2: one component
+	out = append(out, segment(0xc4, append(append([]byte{0x10, 1}, make([]byte, 15)...), 0xe0)...)...) // DHT: AC table 0, one code "0" for EOBRUN 2^14
+	blocks := ((w + 7) / 8) * ((h + 7) / 8)
+	bits := (blocks + 1<<14 - 1) >> 14 * 15 // per run: the code bit and 14 zero bits
+	data := make([]byte, (bits+7)/8)
+	if pad := len(data)*8 - bits; pad > 0 {
+		data[len(data)-1] = 1<<pad - 1 // padded with ones
+	}
+	for range scans {
+		out = append(out, segment(0xda, 1, 1, 0x00, 1, 63, 0)...) // SOS: AC coefficients 1 to 63
+		out = append(out, data...)
+	}
+	return append(out, 0xff, 0xd9)
+}
+
+func TestCheckCountsJPEGScans(t *testing.T) {
+	// The fixture is a JPEG image/jpeg decodes, and its scans are counted.
+	for _, scans := range []int{1, MaxJPEGScans, MaxJPEGScans + 1, 500} {
+		b := scansJPEG(64, 48, scans)
+		if n := jpegScans(b); n != scans {
+			t.Fatalf("%d scans counted as %d", scans, n)
+		}
+		if m, err := jpeg.Decode(bytes.NewReader(b)); err != nil || m.Bounds().Dx() != 64 {
+			t.Fatalf("%d scans: image/jpeg says %v", scans, err)
+		}
+	}
+	if n := jpegScans(encodeJPEG(t, halves(64, 48))); n != 1 {
+		t.Fatalf("a baseline JPEG has %d scans", n)
+	}
+	// Up to the limit: accepted and decoded; past it: refused, by Check too.
+	if _, err := Normalize(scansJPEG(64, 48, MaxJPEGScans)); err != nil {
+		t.Fatalf("%d scans: %v", MaxJPEGScans, err)
+	}
+	for _, b := range [][]byte{scansJPEG(64, 48, MaxJPEGScans+1), scansJPEG(4096, 4096, 20000)} {
+		for _, f := range []func([]byte) error{Check, func(b []byte) error { _, err := Normalize(b); return err }} {
+			err := f(b)
+			if !errs.Is(err, errs.Invalid) || !strings.Contains(errorText(err), "scans: at most 32") {
+				t.Fatalf("%d bytes of scans: %v", len(b), err)
+			}
+		}
+	}
+
+	// Markers in a segment's data are not scans; fill bytes, stuffed bytes and
+	// restart markers in a scan's data are skipped; the end of the image ends it.
+	app := append([]byte{0xff, 0xe1, 0x00, 0x08}, 0xff, 0xda, 0xff, 0xda, 0xff, 0xda)
+	sos := []byte{0xff, 0xda, 0x00, 0x08, 1, 1, 0, 1, 63, 0}
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"in an APP segment", append(append([]byte{0xff, 0xd8}, app...), sos...), 1},
+		{"fill bytes", append([]byte{0xff, 0xd8, 0xff, 0xff, 0xff}, append(sos[1:], 0x12, 0xff, 0xff, 0xda, 0, 8, 1, 1, 0, 1, 63, 0)...), 2},
+		{"stuffed and restart", append(append([]byte{0xff, 0xd8}, sos...), 0xff, 0x00, 0xff, 0xd3, 0xff, 0xda, 0, 2), 2},
+		{"extraneous bytes between segments", append(append([]byte{0xff, 0xd8, 1, 2, 3}, sos...), sos...), 2},
+		{"after the end", append(append(append([]byte{0xff, 0xd8}, sos...), 0xff, 0xd9), sos...), 1},
+		{"cut short", append([]byte{0xff, 0xd8}, sos[:5]...), 1},
+		{"nothing", []byte{0xff, 0xd8}, 0},
+	} {
+		if n := jpegScans(tt.b); n != tt.want {
+			t.Errorf("%s: %d scans, want %d", tt.name, n, tt.want)
+		}
+	}
+}

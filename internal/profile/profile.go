@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"log/slog"
-	"runtime"
 	"strings"
 	"time"
 	"unicode"
@@ -123,30 +122,53 @@ type Service struct {
 	accounts Accounts
 	activity activity.Log
 	files    Storage
-	decoding chan struct{} // one token per image decode allowed to run
-	logger   *slog.Logger  // clean-ups that fail without failing a request
+	decoder  *decoder     // runs the image work of uploads, bounded
+	logger   *slog.Logger // clean-ups that fail without failing a request
 	// Now is the clock; tests may pin it.
 	Now func() time.Time
 }
 
+// Options tune a Service; the zero value is the defaults.
+type Options struct {
+	// Log hears of clean-ups that failed, such as an old avatar file that
+	// could not be removed (nil: the default logger).
+	Log *slog.Logger
+	// Decoders is how many uploads' images are decoded at once (0:
+	// DefaultDecoders); WaitingPerDecoder uploads per decoder may wait.
+	Decoders int
+	// DecodeTimeout is how long an upload waits for its image, queue
+	// included (0: DefaultDecodeTimeout).
+	DecodeTimeout time.Duration
+	// Normalize does the image work of an upload that passed Check (nil:
+	// Normalize); tests slow it down.
+	Normalize func(data []byte) ([]byte, error)
+}
+
 // NewService returns a Service over store, changing passwords through
 // accounts, recording activity in records (nil: nowhere) and keeping avatar
-// files in files; logger (nil: the default) hears of clean-ups that failed,
-// such as an old avatar file that could not be removed.
-func NewService(store Store, accounts Accounts, records activity.Log, files Storage, logger *slog.Logger) *Service {
+// files in files.
+func NewService(store Store, accounts Accounts, records activity.Log, files Storage, o Options) *Service {
 	if records == nil {
 		records = activity.Discard
 	}
-	if logger == nil {
-		logger = slog.Default()
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Normalize == nil {
+		o.Normalize = Normalize
 	}
 	return &Service{
-		store: store, accounts: accounts, activity: records, files: files, logger: logger,
-		// A decode holds up to 4096x4096 pixels (64 to 128 MiB): bound how many run at once.
-		decoding: make(chan struct{}, max(1, min(4, runtime.GOMAXPROCS(0)/2))),
-		Now:      time.Now,
+		store: store, accounts: accounts, activity: records, files: files, logger: o.Log,
+		decoder: newDecoder(o.Normalize, o.Decoders, o.DecodeTimeout),
+		Now:     time.Now,
 	}
 }
+
+// Stop answers every upload waiting for its image to be decoded, and every
+// later one, with 503 (ErrDecodeStopped) at once: for a server that is
+// shutting down, which must not wait for decodes. A decode that has started
+// runs to its end in the background; the process may exit before.
+func (s *Service) Stop() { s.decoder.stop() }
 
 func (s *Service) stamp() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
@@ -211,7 +233,8 @@ func (s *Service) ChangePassword(ctx context.Context, id int64, current, next st
 }
 
 // SetAvatar makes data, an uploaded image, user id's avatar: the image is
-// checked and re-encoded (see Normalize) and stored under a new random name,
+// checked and re-encoded (see Check and Normalize; a busy or slow decode is
+// 503, see Options) and stored under a new random name,
 // then the profile names it and avatar_changed is recorded, in one
 // transaction. The new file is removed again if that transaction fails; the
 // previous avatar's file is removed once it has committed.
@@ -307,15 +330,15 @@ func (s *Service) OpenAvatar(ctx context.Context, name string) (fs.File, error) 
 	return s.files.Open(ctx, name)
 }
 
-// normalize runs Normalize once a decode slot is free, or fails when ctx ends.
+// normalize refuses at once what Check refuses, then has the image decoded
+// and re-encoded off the request's goroutine, bounded in concurrency and
+// time (see decoder.run): when the client goes away, the time is up or the
+// server stops, the request ends at once, whatever the decode does.
 func (s *Service) normalize(ctx context.Context, data []byte) ([]byte, error) {
-	select {
-	case s.decoding <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := Check(data); err != nil {
+		return nil, err
 	}
-	defer func() { <-s.decoding }()
-	return Normalize(data)
+	return s.decoder.run(ctx, data)
 }
 
 // remove deletes an avatar file that no row names any more; a failure is

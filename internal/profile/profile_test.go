@@ -58,7 +58,7 @@ func TestSetAvatarCleansUpAfterFailure(t *testing.T) {
 	store := &memStore{p: Profile{ID: 1, Username: "alice"}}
 	img := encodePNG(t, halves(20, 20))
 
-	ok := NewService(store, nil, activity.Discard, NewDirStorage(dir), nil)
+	ok := NewService(store, nil, activity.Discard, NewDirStorage(dir), Options{})
 	p, err := ok.SetAvatar(ctx, 1, img)
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +69,8 @@ func TestSetAvatarCleansUpAfterFailure(t *testing.T) {
 
 	boom := errors.New("boom")
 	for name, s := range map[string]*Service{
-		"store fails":  NewService(&memStore{p: store.p, fail: boom}, nil, activity.Discard, NewDirStorage(dir), nil),
-		"record fails": NewService(&memStore{p: store.p}, nil, failingLog{boom}, NewDirStorage(dir), nil), // its change is rolled back
+		"store fails":  NewService(&memStore{p: store.p, fail: boom}, nil, activity.Discard, NewDirStorage(dir), Options{}),
+		"record fails": NewService(&memStore{p: store.p}, nil, failingLog{boom}, NewDirStorage(dir), Options{}), // its change is rolled back
 	} {
 		if _, err := s.SetAvatar(ctx, 1, img); !errors.Is(err, boom) {
 			t.Fatalf("%s: %v", name, err)
@@ -79,7 +79,7 @@ func TestSetAvatarCleansUpAfterFailure(t *testing.T) {
 			t.Fatalf("%s: files %v, want only the committed %s", name, got, p.Avatar)
 		}
 	}
-	if _, err := NewService(&memStore{p: store.p}, nil, failingLog{boom}, NewDirStorage(dir), nil).DeleteAvatar(ctx, 1); !errors.Is(err, boom) {
+	if _, err := NewService(&memStore{p: store.p}, nil, failingLog{boom}, NewDirStorage(dir), Options{}).DeleteAvatar(ctx, 1); !errors.Is(err, boom) {
 		t.Fatalf("delete: %v", err)
 	}
 	if got := files(t, dir); len(got) != 1 {

@@ -88,6 +88,8 @@ type Service struct {
 	instance string       // labels this install's engine objects, so installs sharing an engine never touch each other's
 	quota    atomic.Int32 // whether the engine applies disk limits itself (quotaUnknown, quotaApplied, quotaMissing)
 	pool     *pool        // warm sandboxes of this process (pool.go)
+	// isolation is what the check of sandbox networks found (isolation.go).
+	isolation atomic.Pointer[Isolation]
 }
 
 // Actor is who calls: a user, and whether that user is an admin (who sees all).
@@ -731,8 +733,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 }
 
 // Run reconciles at once and then sweeps and reconciles every interval until
-// ctx ends, watches sandboxes' disk use every DiskCheckInterval, and keeps the
-// warm pool filled. Failures are logged; the loops go on. Run returns once
+// ctx ends, checks once that sandbox networks reach nothing on the host
+// (CheckIsolation), watches sandboxes' disk use every DiskCheckInterval, and
+// keeps the warm pool filled. Failures are logged; the loops go on. Run returns once
 // every loop has ended and the warm pool is removed.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
@@ -761,6 +764,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox lifecycle sweep", "error", err.Error())
 			}
+			s.checkIsolationOnce(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -89,11 +90,43 @@ func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 // networks and would run out with one network per learner.
 var networkPool = netip.MustParsePrefix("10.213.0.0/16")
 
-// EnsureNetwork creates an internal bridge network (no route out of the host)
-// with a free /28 of networkPool, unless it exists.
+// Sandbox networks are internal bridges whose host side has no address
+// (inhibit_ipv4, Docker 20.10 and later). The engine still gives each sandbox
+// a default route to the network's gateway address, but nothing on the host
+// holds that address, so nothing on the host answers a sandbox, at the
+// gateway or at any other of its addresses (before, a service bound to the
+// host's 0.0.0.0 answered learners there). A learner's sandboxes on one
+// network still reach each other over the bridge. Containers on networks
+// without IPv6 have IPv6 turned off, so no link-local address reaches the
+// host either. The bridge interface is named tlsb-<hash> so that firewall
+// rules can name every sandbox bridge (scripts/ensure-engine.sh adds them).
+const (
+	optInhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+	optBridgeName  = "com.docker.network.bridge.name"
+)
+
+// BridgePrefix starts the name of every sandbox network's bridge interface.
+const BridgePrefix = "tlsb-"
+
+// bridgeName is network's bridge interface: unique per network name (so per
+// install and learner), within the kernel's 15 characters.
+func bridgeName(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return BridgePrefix + hex.EncodeToString(sum[:5])
+}
+
+// EnsureNetwork creates an internal bridge network (no route out of the host,
+// no address of the host on it) with a free /28 of networkPool, unless it
+// exists. One made before the host lost its address there is made again when
+// nothing uses it.
 func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
-	if _, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
-		return nil
+	if res, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		if res.Network.Options[optInhibitIPv4] == "true" {
+			return nil
+		}
+		if _, err := r.c.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err != nil {
+			return nil // still in use: it goes with its last sandbox
+		}
 	}
 	list, err := r.c.NetworkList(ctx, client.NetworkListOptions{})
 	if err != nil {
@@ -117,7 +150,8 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[str
 		tries++
 		_, err := r.c.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 			Driver: "bridge", Internal: true, Labels: labels,
-			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
+			Options: map[string]string{optInhibitIPv4: "true", optBridgeName: bridgeName(name)},
+			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
 		})
 		switch {
 		case err == nil, cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err):

@@ -861,6 +861,11 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	if res := write(small.ID, 8); !res.OK() {
 		t.Fatalf("8 MiB under a 32 MiB limit: %+v", res)
 	}
+	// A sparse file costs the blocks it holds, not its length, to the
+	// engine's quota and to the watch alike.
+	if res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, small.ID, sandbox.Script{Text: "truncate -s 8G /tmp/sparse 2>&1"}); err != nil || !res.OK() {
+		t.Fatalf("an 8 GiB sparse file under a 32 MiB limit: %v %+v", err, res)
+	}
 	res := write(filler.ID, 96)
 	docker, err := client.New(client.FromEnv)
 	if err != nil {

@@ -29,6 +29,7 @@ type Options struct {
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
 	DiskMB            int           // writable space of sandboxes whose template sets none, MiB (default 2048; negative: unbounded)
 	DiskCheckInterval time.Duration // how often writable space is measured where the engine has no quotas (default 5s)
+	DiskWatchOnly     bool          // measure and remove even where the engine has quotas, and ask it for none (tests of the watch)
 	PoolSize          int           // warm sandboxes kept ready per template without network (0: none)
 	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
 	Now               func() time.Time
@@ -301,7 +302,11 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 // engine cannot apply it (disk.go); the label keeps the limit either way.
 func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) Spec {
 	spec := s.spec(t, c)
-	if spec.DiskMB > 0 && !s.engineQuota(ctx, rt, t.Image) {
+	switch {
+	case spec.DiskMB <= 0:
+	case s.engineQuota(ctx, rt, t.Image):
+		spec.Labels[LabelDiskQuota] = "engine"
+	default:
 		spec.DiskMB = 0
 	}
 	return spec
@@ -527,6 +532,19 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 		})
 		return nil, err
 	}
+	// A sandbox stopped from inside (root ending its keep-alive) kept what it
+	// wrote since it was last measured: measure it before it is used again.
+	removed, err := s.checkDiskOf(ctx, rt, c)
+	if err != nil {
+		s.opt.Log.Warn("measuring a started sandbox's disk use", "container_id", c.ID, "error", err.Error())
+	}
+	if removed {
+		c, err := s.store.FindContainerByID(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, errs.E(errs.Conflict, "This sandbox is broken ("+c.StatusDetail+"): delete it and create a new one")
+	}
 	return s.store.FindContainerByID(ctx, c.ID)
 }
 
@@ -546,6 +564,16 @@ func (s *Service) stop(ctx context.Context, c *Container, detail string) (*Conta
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
+	}
+	// A stopped sandbox keeps what it wrote, and the watch measures only
+	// running ones: measure it first, so that a stop within an interval of a
+	// large write does not keep it.
+	removed, err := s.checkDiskOf(ctx, rt, c)
+	if err != nil {
+		s.opt.Log.Warn("measuring a sandbox's disk use before stopping it", "container_id", c.ID, "error", err.Error())
+	}
+	if removed {
+		return s.store.FindContainerByID(ctx, c.ID)
 	}
 	if err := rt.Stop(ctx, c.EngineID, s.opt.StopGrace); err != nil && !errors.Is(err, ErrGone) {
 		return nil, err

@@ -32,7 +32,8 @@ import (
 
 // Runtime implements sandbox.Runtime on a Docker engine.
 type Runtime struct {
-	c *client.Client
+	c     *client.Client
+	meter meter // measures sandboxes' disk use (meter.go)
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -271,19 +272,6 @@ func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {
 	}
 	_, err = r.c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
 	return wrap(err)
-}
-
-// DiskUsage returns the size of a container's writable layer. The engine
-// measures it by walking the layer, so callers keep it off hot paths.
-func (r *Runtime) DiskUsage(ctx context.Context, id string) (int64, error) {
-	res, err := r.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{Size: true})
-	if err != nil {
-		return 0, wrap(err)
-	}
-	if res.Container.SizeRw == nil {
-		return 0, nil
-	}
-	return *res.Container.SizeRw, nil
 }
 
 // Start starts a created or stopped container.

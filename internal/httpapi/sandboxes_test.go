@@ -878,8 +878,10 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 		if !writeRefused(res) {
 			t.Fatalf("write past a quota: %+v", res)
 		}
+		t.Log("the engine's quota stopped the write")
 		return
 	}
+	t.Log("the engine has no quotas: the watch acts")
 	if err := e.App.Sandboxes.WatchDisk(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -939,7 +941,8 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.OK() && writeRefused(res) {
-		return // the engine has quotas: the default limit stopped the write itself
+		t.Log("the engine's quota stopped the write")
+		return // the default limit stopped the write itself
 	}
 	var got containerBody
 	eventually(t, 30*time.Second, "the background watch to act", func() bool {

@@ -46,7 +46,10 @@ func (s *Service) Isolation() Isolation {
 const isolationProbe = `command -v ip >/dev/null && command -v nc >/dev/null || { echo "no-tools"; exit 0; }
 gw=$(ip route | awk '$1 == "default" {print $3; exit}')
 [ -n "$gw" ] || { echo isolated; exit 0; }
-out=$( { nc -v -w 2 "$gw" 1 || nc -w 2 "$gw" 1; } </dev/null 2>&1 ) && { echo "answers $gw"; exit 0; }
+out=$(nc -v -w 2 "$gw" 1 </dev/null 2>&1) && { echo "answers $gw"; exit 0; }
+case $out in *"invalid option"* | *"unrecognized option"*)
+	out=$(nc -w 2 "$gw" 1 </dev/null 2>&1) && { echo "answers $gw"; exit 0; } ;;
+esac
 case $out in *refused*) echo "answers $gw" ;; *) echo isolated ;; esac`
 
 // Labels of a throwaway container (the network check's): LabelManaged has

@@ -16,7 +16,8 @@ import (
 
 // hostOnNetwork is the real engine, except that its sandbox networks are
 // plain internal bridges on which the host holds the gateway address, as
-// they were made before: a host that learners reach.
+// they were made before: a host that learners reach. Their subnet is outside
+// the sandbox pool, which scripts/ensure-engine.sh's firewall rules name.
 type hostOnNetwork struct{ sandbox.Runtime }
 
 func (h hostOnNetwork) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
@@ -26,7 +27,7 @@ func (h hostOnNetwork) EnsureNetwork(ctx context.Context, name string, labels ma
 	}
 	defer c.Close()
 	_, err = c.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Internal: true, Labels: labels,
-		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("10.213.254.0/28")}}}})
+		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: netip.MustParsePrefix("10.212.254.0/28")}}}})
 	return err
 }
 
@@ -70,7 +71,7 @@ func TestIsolationCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !iso.Checked || !strings.Contains(iso.Problem, "10.213.254.1 and the host answered") {
+	if !iso.Checked || !strings.Contains(iso.Problem, "10.212.254.1 and the host answered") {
 		t.Fatalf("a network on which the host answers: %+v", iso)
 	}
 	leftovers(open)

@@ -73,8 +73,10 @@ type meter struct {
 // meterScript runs in the helper. Each line of its input is "ID UPPER": a
 // container id and its writable layer's directory in the helper, or "-"
 // where the meter cannot see one. It prints "L ID KIB" for each layer, then
-// "O ID ROOTDEV DEV INO BLOCKS BLOCKSIZE" for each deleted file a process of
-// one of those containers holds open.
+// "O ID BYTES" for each container whose processes hold deleted files open
+// on its root file system (each file once, however many hold it): one line
+// each, however many files, and one process per container's process to find
+// them, however many descriptors it has.
 const meterScript = `ids=" "
 while read -r id up; do
 	if [ "$up" != - ]; then
@@ -86,12 +88,9 @@ grep -oHE '[0-9a-f]{64}' /proc/[0-9]*/cgroup 2>/dev/null | sort -u | while IFS=:
 	case $ids in *" $id "*) ;; *) continue ;; esac
 	p=${f%/cgroup}
 	root=$(stat -L -c %d "$p/root" 2>/dev/null) || continue
-	for fd in "$p"/fd/*; do
-		case $(readlink "$fd" 2>/dev/null) in
-		*' (deleted)') stat -L -c "O $id $root %d %i %b %B" "$fd" 2>/dev/null ;;
-		esac
-	done
-done
+	ls -l "$p/fd" 2>/dev/null | awk -v fd="$p/fd/" '/ \(deleted\)$/ { print fd $9 }' |
+		xargs -r stat -L -c "$id $root %d %i %b %B" 2>/dev/null
+done | awk '$2 == $3 && !seen[$1 " " $3 " " $4]++ { t[$1] += $5 * $6 } END { for (id in t) printf "O %s %.0f\n", id, t[id] }'
 `
 
 // changedScript runs in the helper for a running container whose writable
@@ -112,8 +111,8 @@ xargs -0 -r stat -c '%d %i %b %B %h' 2>/dev/null | awk -v root="$root" '
 // the blocks its writable layer's files hold (so sparse files cost what they
 // hold) and the deleted files its processes keep open. A container that no
 // longer exists is left out. Containers the meter cannot measure get the
-// engine's sum of file lengths; the error then says why, at most once a
-// minute, beside the full answer.
+// engine's sum of file lengths, and the error says why beside the full
+// answer (a helper that cannot be set up is tried again once a minute).
 func (r *Runtime) DiskUsage(ctx context.Context, ids []string) (map[string]int64, error) {
 	var errList []error
 	root, meterID, err := r.meterReady(ctx)
@@ -194,28 +193,20 @@ func (r *Runtime) measure(ctx context.Context, meterID, root string, ids []strin
 	if err != nil {
 		return err
 	}
-	type file struct{ id, dev, ino string }
-	files := map[file]int64{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
-		switch {
-		case len(f) == 3 && f[0] == "L":
-			kib, err := strconv.ParseInt(f[2], 10, 64)
-			if err != nil {
-				return fmt.Errorf("unexpected line %q", line)
-			}
-			layer[f[1]] = kib << 10
-		case len(f) == 7 && f[0] == "O" && f[2] == f[3]: // on the sandbox's own root file system
-			blocks, err1 := strconv.ParseInt(f[5], 10, 64)
-			size, err2 := strconv.ParseInt(f[6], 10, 64)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("unexpected line %q", line)
-			}
-			files[file{f[1], f[3], f[4]}] = blocks * size
+		if len(f) != 3 || (f[0] != "L" && f[0] != "O") {
+			continue
 		}
-	}
-	for f, n := range files {
-		open[f.id] += n
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("unexpected line %q", line)
+		}
+		if f[0] == "L" {
+			layer[f[1]] = n << 10
+		} else {
+			open[f[1]] = n
+		}
 	}
 	for _, w := range walks {
 		n, err := r.measureChanged(ctx, meterID, w.id, w.proc)

@@ -136,20 +136,24 @@ func (s *Service) removeProbeLeftovers(ctx context.Context, rt Runtime) {
 // as learners' are, removes both, and returns the probe's answer.
 func (s *Service) probeNetwork(ctx context.Context, rt Runtime, image string) (string, error) {
 	network := fmt.Sprintf("%s-%s-probe", s.opt.Network, s.instance[:8])
+	// An engine call cut short may have done its work all the same: what
+	// may exist is removed by name on the way out, whatever happened.
+	defer rt.RemoveNetwork(context.WithoutCancel(ctx), network)
 	if err := rt.EnsureNetwork(ctx, network, map[string]string{LabelManaged: "true", LabelInstance: s.instance}); err != nil {
 		return "", err
 	}
-	defer rt.RemoveNetwork(context.WithoutCancel(ctx), network)
 	b := make([]byte, 4)
 	rand.Read(b)
+	name := fmt.Sprintf("tuxlab-%s-netcheck-%s", s.instance[:8], hex.EncodeToString(b))
 	id, err := rt.Create(ctx, Spec{
-		Name: fmt.Sprintf("tuxlab-%s-netcheck-%s", s.instance[:8], hex.EncodeToString(b)), Image: image,
+		Name: name, Image: image,
 		User: "0", Cmd: []string{"sleep", "60"}, // ends by itself should this process die meanwhile
 		Labels:      map[string]string{LabelManaged: managedProbe, LabelInstance: s.instance},
 		MemoryBytes: 64 << 20, NanoCPUs: 500_000_000, PidsLimit: 32,
 		Network: network, NoNewPrivileges: true,
 	})
 	if err != nil {
+		rt.Remove(context.WithoutCancel(ctx), name) // the engine accepts a name for an id
 		return "", err
 	}
 	defer rt.Remove(context.WithoutCancel(ctx), id)

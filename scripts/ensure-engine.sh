@@ -80,18 +80,21 @@ apt_install() {
 
 # ---------------------------------------------------------------- the engine
 mkdir -p "$STATE"
-if ! command -v dockerd >/dev/null; then
-	command -v apt-get >/dev/null || die "no dockerd and no apt-get: install a Docker engine yourself"
-	apt_install docker.io
-	echo "docker.io installed by scripts/ensure-engine.sh on $(date -u +%FT%TZ)" >"$MANAGED_MARK"
-fi
-
 storage=${TUXLAB_ENGINE_STORAGE:-auto}
-case $storage in
-auto) [ -f "$MANAGED_MARK" ] && storage=btrfs || storage=keep ;;
-btrfs | keep) ;;
-*) die "TUXLAB_ENGINE_STORAGE=$storage: say auto, btrfs or keep" ;;
-esac
+case $storage in auto | btrfs | keep) ;; *) die "TUXLAB_ENGINE_STORAGE=$storage: say auto, btrfs or keep" ;; esac
+if ! command -v dockerd >/dev/null; then
+	if command -v docker >/dev/null && answers; then
+		say "an engine answers, but its daemon is not on this machine's PATH: its storage is left as it is"
+		storage=keep
+	else
+		command -v apt-get >/dev/null || die "no dockerd and no apt-get: install a Docker engine yourself"
+		apt_install docker.io
+		echo "docker.io installed by scripts/ensure-engine.sh on $(date -u +%FT%TZ)" >"$MANAGED_MARK"
+	fi
+fi
+if [ "$storage" = auto ]; then
+	[ -f "$MANAGED_MARK" ] && storage=btrfs || storage=keep
+fi
 
 # ---------------------------------------------------------------- btrfs storage
 # disk_gb: the size of a new image, in GiB.

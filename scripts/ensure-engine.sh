@@ -79,7 +79,6 @@ apt_install() {
 }
 
 # ---------------------------------------------------------------- the engine
-mkdir -p "$STATE"
 storage=${TUXLAB_ENGINE_STORAGE:-auto}
 case $storage in auto | btrfs | keep) ;; *) die "TUXLAB_ENGINE_STORAGE=$storage: say auto, btrfs or keep" ;; esac
 if ! command -v dockerd >/dev/null; then
@@ -89,6 +88,7 @@ if ! command -v dockerd >/dev/null; then
 	else
 		command -v apt-get >/dev/null || die "no dockerd and no apt-get: install a Docker engine yourself"
 		apt_install docker.io
+		mkdir -p "$STATE"
 		echo "docker.io installed by scripts/ensure-engine.sh on $(date -u +%FT%TZ)" >"$MANAGED_MARK"
 	fi
 fi
@@ -116,6 +116,7 @@ disk_gb() {
 # ensure_btrfs_mounted: the image (made when missing, never reformatted),
 # mounted at $MNT with quotas on, and mounted again at boot.
 ensure_btrfs_mounted() {
+	mkdir -p "$STATE" || die "cannot make $STATE"
 	command -v mkfs.btrfs >/dev/null || apt_install btrfs-progs || die "cannot install btrfs-progs"
 	if [ ! -e "$IMG" ]; then
 		local gb

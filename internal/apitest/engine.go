@@ -61,6 +61,13 @@ func removeEngineContainers(instance string) {
 	for _, in := range list {
 		rt.Remove(ctx, in.EngineID)
 	}
+	// The sandbox networks' start-up check makes a throwaway container and
+	// network; a test that ends during the check may leave them.
+	probes, _ := rt.List(ctx, map[string]string{sandbox.LabelManaged: "probe", sandbox.LabelInstance: instance})
+	for _, in := range probes {
+		rt.Remove(ctx, in.EngineID)
+	}
+	rt.RemoveNetwork(ctx, "tuxlab-sandbox-"+instance[:8]+"-probe")
 }
 
 // DebianImage is the learners' image the bundled laboratories and exams target

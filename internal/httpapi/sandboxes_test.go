@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -723,7 +725,8 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 }
 
 // TestSandboxNetworksArePerLearner: a learner's sandboxes on a network
-// template reach each other; another learner's are out of reach; the network
+// template reach each other; another learner's are out of reach, and so is
+// the host, at the network's gateway and at every other address; the network
 // goes with the learner's last sandbox.
 func TestSandboxNetworksArePerLearner(t *testing.T) {
 	t.Parallel()
@@ -767,6 +770,9 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	if reaches(a1.ID, listen(bob, b1.ID)) {
 		t.Fatal("a learner's sandbox reaches another learner's")
 	}
+	if got := hostAnswers(t, e, alice, a1.ID); len(got) > 0 {
+		t.Fatalf("the host answers a sandbox at %v", got)
+	}
 	name := fmt.Sprintf("tuxlab-sandbox-%s-u%d", e.App.Sandboxes.Instance()[:8], alice.ID)
 	for _, c := range []containerBody{a1, a2} {
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
@@ -779,6 +785,51 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	if _, err := docker.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
 		t.Fatal("the learner's network outlived their last sandbox")
 	}
+}
+
+// hostAnswers listens on every address of the host (0.0.0.0, the engine is
+// local) and returns the addresses at which sandbox id of u reaches it: its
+// network's gateway and each IPv4 address of the host, tried at once.
+func hostAnswers(t *testing.T, e *apitest.Env, u *apitest.User, id int64) []string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host-answers\n"))
+			c.Close()
+		}
+	}()
+	targets := []string{`$(ip route | awk '$1 == "default" {print $3; exit}')`}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+			targets = append(targets, p.Addr().String())
+		}
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`for a in %s; do
+	(nc -w 2 "$a" %d </dev/null 2>/dev/null | grep -q host-answers && echo "$a") &
+done
+wait`, strings.Join(targets, " "), port)
+	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, id, sandbox.Script{Text: script})
+	if err != nil || res.TimedOut {
+		t.Fatalf("reaching the host: %v %+v", err, res)
+	}
+	if len(targets) < 2 {
+		t.Fatal("the host has no IPv4 address to try")
+	}
+	return strings.Fields(res.Stdout)
 }
 
 // TestSandboxDiskIsBounded: the attack of issue 13 (a learner filling the
@@ -810,6 +861,11 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	if res := write(small.ID, 8); !res.OK() {
 		t.Fatalf("8 MiB under a 32 MiB limit: %+v", res)
 	}
+	// A sparse file costs the blocks it holds, not its length, to the
+	// engine's quota and to the watch alike.
+	if res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, small.ID, sandbox.Script{Text: "truncate -s 8G /tmp/sparse 2>&1"}); err != nil || !res.OK() {
+		t.Fatalf("an 8 GiB sparse file under a 32 MiB limit: %v %+v", err, res)
+	}
 	res := write(filler.ID, 96)
 	docker, err := client.New(client.FromEnv)
 	if err != nil {
@@ -822,8 +878,10 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 		if !writeRefused(res) {
 			t.Fatalf("write past a quota: %+v", res)
 		}
+		t.Log("the engine's quota stopped the write")
 		return
 	}
+	t.Log("the engine has no quotas: the watch acts")
 	if err := e.App.Sandboxes.WatchDisk(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -883,7 +941,8 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.OK() && writeRefused(res) {
-		return // the engine has quotas: the default limit stopped the write itself
+		t.Log("the engine's quota stopped the write")
+		return // the default limit stopped the write itself
 	}
 	var got containerBody
 	eventually(t, 30*time.Second, "the background watch to act", func() bool {

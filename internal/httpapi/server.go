@@ -219,7 +219,15 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"detail": "Database unavailable"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	body := map[string]any{"status": "ready"}
+	// Ready all the same: lessons, exams and the rest work. An operator
+	// should hear of it, though.
+	if s.sandboxes != nil {
+		if iso := s.sandboxes.Isolation(); iso.Problem != "" {
+			body["warnings"] = []string{iso.Problem}
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // guardMetrics requires the metrics token, when one is configured, as a

@@ -131,9 +131,12 @@ type Runtime interface {
 	// ProbeDiskQuota reports ErrNoDiskQuota when the engine's storage driver
 	// cannot limit a container's writable layer (image: one that exists).
 	ProbeDiskQuota(ctx context.Context, image string) error
-	// DiskUsage returns the bytes a container has written to its writable
-	// layer (not counting the image).
-	DiskUsage(ctx context.Context, engineID string) (int64, error)
+	// DiskUsage returns the disk space each container of engineIDs takes
+	// beyond its image, in bytes: its writable layer, counted in allocated
+	// blocks where the engine allows (sparse files cost what they hold), and
+	// the files its processes deleted but hold open. Containers that no
+	// longer exist are left out. With an error it may still answer for some.
+	DiskUsage(ctx context.Context, engineIDs []string) (map[string]int64, error)
 	Create(ctx context.Context, s Spec) (engineID string, err error)
 	Start(ctx context.Context, engineID string) error
 	Stop(ctx context.Context, engineID string, grace time.Duration) error

@@ -29,6 +29,7 @@ type Options struct {
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
 	DiskMB            int           // writable space of sandboxes whose template sets none, MiB (default 2048; negative: unbounded)
 	DiskCheckInterval time.Duration // how often writable space is measured where the engine has no quotas (default 5s)
+	DiskWatchOnly     bool          // measure and remove even where the engine has quotas, and ask it for none (tests of the watch)
 	PoolSize          int           // warm sandboxes kept ready per template without network (0: none)
 	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
 	Now               func() time.Time
@@ -88,6 +89,8 @@ type Service struct {
 	instance string       // labels this install's engine objects, so installs sharing an engine never touch each other's
 	quota    atomic.Int32 // whether the engine applies disk limits itself (quotaUnknown, quotaApplied, quotaMissing)
 	pool     *pool        // warm sandboxes of this process (pool.go)
+	// isolation is what the check of sandbox networks found (isolation.go).
+	isolation atomic.Pointer[Isolation]
 }
 
 // Actor is who calls: a user, and whether that user is an admin (who sees all).
@@ -299,7 +302,11 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 // engine cannot apply it (disk.go); the label keeps the limit either way.
 func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) Spec {
 	spec := s.spec(t, c)
-	if spec.DiskMB > 0 && !s.engineQuota(ctx, rt, t.Image) {
+	switch {
+	case spec.DiskMB <= 0:
+	case s.engineQuota(ctx, rt, t.Image):
+		spec.Labels[LabelDiskQuota] = "engine"
+	default:
 		spec.DiskMB = 0
 	}
 	return spec
@@ -525,6 +532,19 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 		})
 		return nil, err
 	}
+	// A sandbox stopped from inside (root ending its keep-alive) kept what it
+	// wrote since it was last measured: measure it before it is used again.
+	removed, err := s.checkDiskOf(ctx, rt, c)
+	if err != nil {
+		s.opt.Log.Warn("measuring a started sandbox's disk use", "container_id", c.ID, "error", err.Error())
+	}
+	if removed {
+		c, err := s.store.FindContainerByID(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, errs.E(errs.Conflict, "This sandbox is broken ("+c.StatusDetail+"): delete it and create a new one")
+	}
 	return s.store.FindContainerByID(ctx, c.ID)
 }
 
@@ -544,6 +564,16 @@ func (s *Service) stop(ctx context.Context, c *Container, detail string) (*Conta
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
+	}
+	// A stopped sandbox keeps what it wrote, and the watch measures only
+	// running ones: measure it first, so that a stop within an interval of a
+	// large write does not keep it.
+	removed, err := s.checkDiskOf(ctx, rt, c)
+	if err != nil {
+		s.opt.Log.Warn("measuring a sandbox's disk use before stopping it", "container_id", c.ID, "error", err.Error())
+	}
+	if removed {
+		return s.store.FindContainerByID(ctx, c.ID)
 	}
 	if err := rt.Stop(ctx, c.EngineID, s.opt.StopGrace); err != nil && !errors.Is(err, ErrGone) {
 		return nil, err
@@ -731,8 +761,9 @@ func (s *Service) Reconcile(ctx context.Context) error {
 }
 
 // Run reconciles at once and then sweeps and reconciles every interval until
-// ctx ends, watches sandboxes' disk use every DiskCheckInterval, and keeps the
-// warm pool filled. Failures are logged; the loops go on. Run returns once
+// ctx ends, checks once that sandbox networks reach nothing on the host
+// (CheckIsolation), watches sandboxes' disk use every DiskCheckInterval, and
+// keeps the warm pool filled. Failures are logged; the loops go on. Run returns once
 // every loop has ended and the warm pool is removed.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
@@ -761,6 +792,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox lifecycle sweep", "error", err.Error())
 			}
+			s.checkIsolationOnce(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -6,7 +6,12 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +32,8 @@ import (
 
 // Runtime implements sandbox.Runtime on a Docker engine.
 type Runtime struct {
-	c *client.Client
+	c     *client.Client
+	meter meter // measures sandboxes' disk use (meter.go)
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -85,11 +91,43 @@ func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 // networks and would run out with one network per learner.
 var networkPool = netip.MustParsePrefix("10.213.0.0/16")
 
-// EnsureNetwork creates an internal bridge network (no route out of the host)
-// with a free /28 of networkPool, unless it exists.
+// Sandbox networks are internal bridges whose host side has no address
+// (inhibit_ipv4, Docker 20.10 and later). The engine still gives each sandbox
+// a default route to the network's gateway address, but nothing on the host
+// holds that address, so nothing on the host answers a sandbox, at the
+// gateway or at any other of its addresses (before, a service bound to the
+// host's 0.0.0.0 answered learners there). A learner's sandboxes on one
+// network still reach each other over the bridge. Containers on networks
+// without IPv6 have IPv6 turned off, so no link-local address reaches the
+// host either. The bridge interface is named tlsb-<hash> so that firewall
+// rules can name every sandbox bridge (scripts/ensure-engine.sh adds them).
+const (
+	optInhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+	optBridgeName  = "com.docker.network.bridge.name"
+)
+
+// BridgePrefix starts the name of every sandbox network's bridge interface.
+const BridgePrefix = "tlsb-"
+
+// bridgeName is network's bridge interface: unique per network name (so per
+// install and learner), within the kernel's 15 characters.
+func bridgeName(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return BridgePrefix + hex.EncodeToString(sum[:5])
+}
+
+// EnsureNetwork creates an internal bridge network (no route out of the host,
+// no address of the host on it) with a free /28 of networkPool, unless it
+// exists. One made before the host lost its address there is made again when
+// nothing uses it.
 func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
-	if _, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
-		return nil
+	if res, err := r.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		if res.Network.Options[optInhibitIPv4] == "true" {
+			return nil
+		}
+		if _, err := r.c.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err != nil {
+			return nil // still in use: it goes with its last sandbox
+		}
 	}
 	list, err := r.c.NetworkList(ctx, client.NetworkListOptions{})
 	if err != nil {
@@ -113,7 +151,8 @@ func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[str
 		tries++
 		_, err := r.c.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 			Driver: "bridge", Internal: true, Labels: labels,
-			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
+			Options: map[string]string{optInhibitIPv4: "true", optBridgeName: bridgeName(name)},
+			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}},
 		})
 		switch {
 		case err == nil, cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err):
@@ -179,7 +218,37 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		}
 		return "", wrap(err)
 	}
+	if err := r.writeMachineID(ctx, res.ID); err != nil {
+		r.c.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true})
+		return "", err
+	}
 	return res.ID, nil
+}
+
+// writeMachineID gives a new container a machine id of its own, as a new
+// machine gets at its first boot. Images ship an empty /etc/machine-id (every
+// container is its own machine), and systemd's tools name the machine from
+// it: journald, started by hand as lesson 07/05 shows, cannot reopen the
+// journal a container keeps in /run over a restart without one ("No medium
+// found"), so a restarted sandbox logged nothing. Written into the writable
+// layer before the first start, it stays the same over stops and starts.
+func (r *Runtime) writeMachineID(ctx context.Context, id string) error {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // a random (version 4) id, as systemd makes them
+	content := hex.EncodeToString(b) + "\n"
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "etc/machine-id", Typeflag: tar.TypeReg, Mode: 0o444, Size: int64(len(content)), ModTime: time.Now()})
+	tw.Write([]byte(content))
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	_, err := r.c.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf})
+	if err != nil {
+		return fmt.Errorf("writing the sandbox's /etc/machine-id: %w", wrap(err))
+	}
+	return nil
 }
 
 // isStorageOptError recognises the engine's refusal of a size limit on a
@@ -203,19 +272,6 @@ func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {
 	}
 	_, err = r.c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true})
 	return wrap(err)
-}
-
-// DiskUsage returns the size of a container's writable layer. The engine
-// measures it by walking the layer, so callers keep it off hot paths.
-func (r *Runtime) DiskUsage(ctx context.Context, id string) (int64, error) {
-	res, err := r.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{Size: true})
-	if err != nil {
-		return 0, wrap(err)
-	}
-	if res.Container.SizeRw == nil {
-		return 0, nil
-	}
-	return *res.Container.SizeRw, nil
 }
 
 // Start starts a created or stopped container.

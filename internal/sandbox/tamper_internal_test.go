@@ -103,11 +103,11 @@ func TestTamperingReason(t *testing.T) {
 // TestParseVerified: only a verification that reached its end is complete.
 func TestParseVerified(t *testing.T) {
 	var got Tampering
-	if !parseVerified("T\t/usr/bin/timeout\tdiffers\nT\t/usr/bin/a b\tno package installed it\nmore\t7\nok\n", &got) {
+	if !parseVerified("at\t1795616343\t2026-11-25 14:19:03.164742398 +0000\nT\t/usr/bin/timeout\tdiffers\nT\t/usr/bin/a b\tno package installed it\nmore\t7\nok\n", &got) {
 		t.Fatal("complete output read as incomplete")
 	}
 	want := []Tamper{{"/usr/bin/timeout", "differs"}, {"/usr/bin/a b", "no package installed it"}}
-	if !slices.Equal(got.Found, want) || got.Unlisted != 7 {
+	if !slices.Equal(got.Found, want) || got.Unlisted != 7 || got.atUnix != "1795616343" || got.at != "2026-11-25 14:19:03.164742398 +0000" {
 		t.Fatalf("%+v", got)
 	}
 	for _, out := range []string{"", "T\t/usr/bin/x\tdiffers\n", "okay\n", "T\t/usr/bin/x\tok\n"} {

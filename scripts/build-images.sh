@@ -1078,7 +1078,7 @@ case $TARGET in
 busybox) todo=(busybox) ;;
 debian) todo=(debian) ;;
 tools) todo=(tools) ;;
-all) todo=(busybox debian tools) ;;
+all) todo=(tools busybox debian) ;; # tools first: every sandbox needs it, and it is quick
 esac
 
 locked=0

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Build tuxlab's sandbox images locally, without any container registry.
 #
-#   ./scripts/build-images.sh                 # both images, each only if missing or out of date
+#   ./scripts/build-images.sh                 # every image, each only if missing or out of date
 #   ./scripts/build-images.sh busybox         # tuxlab/sandbox-busybox:latest (seconds; used by the tests)
 #   ./scripts/build-images.sh debian          # tuxlab/sandbox-debian:latest  (debootstrap: minutes)
+#   ./scripts/build-images.sh tools           # tuxlab/sandbox-tools:latest   (seconds; every sandbox needs it)
 #   ./scripts/build-images.sh --force all     # rebuild even if present and up to date
 #
 # Every image is labelled org.tuxlab.recipe=<first 16 hex digits of this file's
-# sha256>; an image with another recipe label (an older script) is rebuilt.
+# sha256>; an image with another recipe label (an older script) is rebuilt. The
+# tools image's recipe also covers the sources of the Go programs it carries.
 #
-# Root filesystems are assembled on this machine (Debian's busybox-static package;
-# debootstrap from the Debian mirror apt is configured with) and loaded with
+# Root filesystems are assembled on this machine (Debian's busybox-static and
+# bash-static packages; debootstrap from the Debian mirror apt is configured
+# with; Go for the tools image's programs) and loaded with
 # `docker import`. Build tools are installed with apt-get when missing.
 # See docs/sandbox-images.md.
 #
@@ -24,6 +27,12 @@ set -euo pipefail
 
 BUSYBOX_IMAGE=tuxlab/sandbox-busybox:latest
 DEBIAN_IMAGE=tuxlab/sandbox-debian:latest
+TOOLS_IMAGE=tuxlab/sandbox-tools:latest
+# Go programs the tools image carries in /tuxlab/bin, each a directory of this
+# repository built static (CGO_ENABLED=0 -trimpath) and named after it. One
+# that does not exist (yet) is left out.
+TOOLS_GO_PROGRAMS=(./cmd/tuxlab-tty)
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DOCKER=${DOCKER:-docker}
 SUITE=${TUXLAB_DEBIAN_SUITE:-bookworm}
 PATH_VALUE=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -52,7 +61,7 @@ RECIPE=$(sha256sum "${BASH_SOURCE[0]}" 2>/dev/null | cut -c1-16) || true
 [ ${#RECIPE} = 16 ] || die "cannot compute the sha256 of ${BASH_SOURCE[0]} (sha256sum, from coreutils, is needed)"
 
 usage() {
-	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -63,8 +72,8 @@ for arg in "$@"; do
 	case $arg in
 	--force | -f) FORCE=1 ;;
 	-h | --help) usage 0 ;;
-	busybox | debian | all)
-		[ -z "$TARGET" ] || die "give one target (busybox, debian or all), not '$TARGET' and '$arg'"
+	busybox | debian | tools | all)
+		[ -z "$TARGET" ] || die "give one target (busybox, debian, tools or all), not '$TARGET' and '$arg'"
 		TARGET=$arg
 		;;
 	*) printf 'unknown argument: %s\n\n' "$arg" >&2; usage 2 ;;
@@ -86,8 +95,9 @@ image_recipe() {
 	printf '%s\n' "$r"
 }
 
-# image_current IMAGE: present and built by this very script.
-image_current() { [ "$(image_recipe "$1" 2>/dev/null)" = "$RECIPE" ]; }
+# image_current IMAGE RECIPE: present and built by this very script (and, for
+# the tools image, from these Go sources).
+image_current() { [ "$(image_recipe "$1" 2>/dev/null)" = "$2" ]; }
 
 check_engine() {
 	command -v "$DOCKER" >/dev/null ||
@@ -979,6 +989,87 @@ EOF
 	say "[debian] built $DEBIAN_IMAGE in $(elapsed $((SECONDS - start))), $(size_of "$DEBIAN_IMAGE")"
 }
 
+# ---------------------------------------------------------------- tools
+# The tools every sandbox mounts read-only at /.tuxlab (a volume the server
+# fills from this image): scripts run with these, never with the sandbox's own
+# programs, which root in the sandbox can replace. See docs/sandboxes.md.
+
+# tools_programs: the directories of TOOLS_GO_PROGRAMS that exist, one a line.
+tools_programs() {
+	local dir
+	for dir in "${TOOLS_GO_PROGRAMS[@]}"; do
+		if [ -d "$REPO/$dir" ]; then printf '%s\n' "$dir"; fi
+	done
+}
+
+# tools_recipe: this script's recipe and the Go programs' sources (every file
+# of this module's packages they are built from, go.mod, go.sum, the Go
+# version), so that changing a program rebuilds the image.
+tools_recipe() {
+	local programs
+	programs=$(tools_programs)
+	if [ -z "$programs" ]; then
+		printf '%s\n' "$RECIPE"
+		return
+	fi
+	command -v go >/dev/null || die "Go is needed to build ${programs//$'\n'/ } into $TOOLS_IMAGE: install Go (https://go.dev/doc/install)"
+	(
+		cd "$REPO"
+		printf '%s\n' "$RECIPE" "$(go env GOVERSION)"
+		# shellcheck disable=SC2086 # one directory per word
+		go list -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}' $programs |
+			sed "s|^$REPO/||" | LC_ALL=C sort | xargs -r sha256sum
+		sha256sum go.mod go.sum
+	) | sha256sum | cut -c1-16
+}
+
+build_tools() {
+	local start=$SECONDS bb bashs root bin applet n=0 dir name
+	say "[tools] building $TOOLS_IMAGE"
+	apt_install busybox-static bash-static
+	bb=$(dpkg-query -L busybox-static | awk '/\/bin\/busybox$/ && !f {print; f = 1}')
+	bashs=$(dpkg-query -L bash-static | awk '/\/bin\/bash-static$/ && !f {print; f = 1}')
+	[ -x "${bb:-/nonexistent}" ] || die "busybox-static is installed but has no /bin/busybox; reinstall it (apt-get install --reinstall busybox-static)"
+	[ -x "${bashs:-/nonexistent}" ] || die "bash-static is installed but has no /bin/bash-static; reinstall it (apt-get install --reinstall bash-static)"
+	root=$WORK/tools-rootfs
+	bin=$root/tuxlab/bin
+	mkdir -p "$bin"
+	cp "$bb" "$bin/busybox"
+	cp "$bashs" "$bin/bash"
+	say "[tools] static bash $("$bashs" -c 'echo "$BASH_VERSION"'), $("$bb" 2>&1 | head -1 | awk '{print $1, $2}')"
+	# One link per applet: scripts and the server name each tool by its path.
+	while read -r applet; do
+		case $applet in '' | busybox | bash | linuxrc) continue ;; esac
+		ln -s busybox "$bin/$applet"
+		n=$((n + 1))
+	done < <("$bb" --list)
+	say "[tools] $n BusyBox applet links"
+	for dir in "${TOOLS_GO_PROGRAMS[@]}"; do
+		name=$(basename "$dir")
+		if [ ! -d "$REPO/$dir" ]; then
+			say "[tools] $dir does not exist: no $name in the image"
+			continue
+		fi
+		say "[tools] go build $dir (static)"
+		(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$bin/$name" "$dir") ||
+			die "go build $dir failed (output above)"
+	done
+	chmod 0755 "$root/tuxlab" "$bin" "$bin/busybox" "$bin/bash"
+	tar --numeric-owner --owner=0 --group=0 -C "$root" -cf - . |
+		import_rootfs tools "$TOOLS_IMAGE" - \
+			'CMD ["/tuxlab/bin/sh"]' \
+			'LABEL org.tuxlab.image=tools' \
+			"LABEL org.tuxlab.recipe=$TOOLS_RECIPE"
+	# shellcheck disable=SC2016 # expanded in the container
+	smoke tools "$TOOLS_IMAGE" "bash and sh read a script on stdin, env -i, timeout -s KILL, md5sum, the programs" /tuxlab/bin/sh -c 'cd /tuxlab/bin || exit 1
+		[ "$(echo "echo \$((6*7)) \${LEAK:-none}" | LEAK=1 ./env -i ./bash -s)" = "42 none" ] && echo bash-ok || exit 1
+		[ "$(echo "echo \$((6*7))" | ./env -i ./sh -s)" = 42 ] && echo sh-ok || exit 1
+		./timeout -s KILL 1 ./sleep 5; [ $? = 137 ] && echo timeout-ok || exit 1
+		[ "$(printf tuxlab | ./md5sum)" = "$(printf tuxlab | ./md5sum -)" ] && ./md5sum ./busybox >/dev/null && echo md5sum-ok || exit 1
+		for p in *; do [ -x "$p" ] || { echo "not executable: $p"; exit 1; }; done; echo programs-ok'
+	say "[tools] built $TOOLS_IMAGE in $(elapsed $((SECONDS - start))), $(size_of "$TOOLS_IMAGE")"
+}
+
 # ---------------------------------------------------------------- main
 check_engine
 
@@ -986,20 +1077,26 @@ todo=()
 case $TARGET in
 busybox) todo=(busybox) ;;
 debian) todo=(debian) ;;
-all) todo=(busybox debian) ;;
+tools) todo=(tools) ;;
+all) todo=(tools busybox debian) ;; # tools first: every sandbox needs it, and it is quick
 esac
 
 locked=0
 for t in "${todo[@]}"; do
-	case $t in busybox) img=$BUSYBOX_IMAGE ;; debian) img=$DEBIAN_IMAGE ;; esac
+	case $t in busybox) img=$BUSYBOX_IMAGE ;; debian) img=$DEBIAN_IMAGE ;; tools) img=$TOOLS_IMAGE ;; esac
+	want=$RECIPE
+	if [ "$t" = tools ]; then
+		TOOLS_RECIPE=$(tools_recipe)
+		want=$TOOLS_RECIPE
+	fi
 	if [ "$FORCE" = 0 ]; then
-		if image_current "$img"; then
-			say "[$t] $img already present (recipe $RECIPE; use --force to rebuild)"
+		if image_current "$img" "$want"; then
+			say "[$t] $img already present (recipe $want; use --force to rebuild)"
 			continue
 		fi
 		if have=$(image_recipe "$img"); then
 			[ "$have" = none ] && have="no recipe label" || have="recipe $have"
-			say "[$t] $img is present but was built by another version of this script ($have, this one is $RECIPE): rebuilding"
+			say "[$t] $img is present but was built by another version of this script ($have, this one is $want): rebuilding"
 		fi
 	fi
 	# One build at a time (the tests may call this concurrently): lock this
@@ -1011,7 +1108,7 @@ for t in "${todo[@]}"; do
 			flock 9
 		fi
 		locked=1
-		if [ "$FORCE" = 0 ] && image_current "$img"; then
+		if [ "$FORCE" = 0 ] && image_current "$img" "$want"; then
 			say "[$t] $img already present (built meanwhile)"
 			continue
 		fi

@@ -40,6 +40,10 @@ func RequireEngine(t testing.TB) *docker.Runtime {
 		stop("image %s is missing: run scripts/build-images.sh busybox (%v)", TestImage, err)
 		return nil
 	}
+	if ok, err := rt.ImageExists(ctx, sandbox.DefaultToolsImage); err != nil || !ok {
+		stop("image %s, which every sandbox mounts, is missing: run scripts/build-images.sh tools (%v)", sandbox.DefaultToolsImage, err)
+		return nil
+	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
 }

@@ -247,7 +247,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
-		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge,
+		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge, ToolsImage: cfg.SandboxToolsImage,
 	})
 	if err != nil {
 		return err

@@ -199,6 +199,10 @@ func (q *Question) validate(f *errs.Fields, loc []any) {
 			f.Add(at("check"), "Field required: the check script", "missing")
 		case len(k.Check) > sandbox.MaxScriptBytes || len(k.Solution) > sandbox.MaxScriptBytes:
 			f.Add(at("check"), "A script must be at most 64 KiB", "string_too_long")
+		case sandbox.CheckInterpreter(k.Check) != nil:
+			f.Add(at("check"), sandbox.CheckInterpreter(k.Check).Error(), "value_error")
+		case k.Solution != "" && sandbox.CheckInterpreter(k.Solution) != nil:
+			f.Add(at("solution"), sandbox.CheckInterpreter(k.Solution).Error(), "value_error")
 		}
 	}
 }

@@ -23,7 +23,9 @@ type Sandboxes interface {
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Delete(ctx context.Context, a sandbox.Actor, id int64) error
-	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
+	// CheckIn runs checks only in a sandbox whose system files were not
+	// tampered with; otherwise each result fails with the reason.
+	CheckIn(ctx context.Context, c *sandbox.Container, checks ...sandbox.Script) ([]*sandbox.Result, error)
 }
 
 // Options tune a Service.
@@ -389,7 +391,7 @@ func (s *Service) runPractical(ctx context.Context, a sandbox.Actor, e *Exam, at
 			checks = append(checks, sandbox.Script{Text: q.Key.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: 16 << 10})
 		}
 	}
-	ran, err := s.sandboxes.ExecIn(ctx, box, checks...)
+	ran, err := s.sandboxes.CheckIn(ctx, box, checks...)
 	if err != nil {
 		return nil, err
 	}

@@ -407,8 +407,13 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 	if hc.Privileged || !slices.Equal(hc.CapDrop, []string{"ALL"}) || len(hc.CapAdd) != 0 ||
 		!slices.Contains(hc.SecurityOpt, "no-new-privileges:true") || string(hc.NetworkMode) != "none" ||
 		hc.Memory != 64<<20 || hc.MemorySwap != 64<<20 || hc.NanoCPUs != 500_000_000 || hc.PidsLimit == nil || *hc.PidsLimit != 64 ||
-		len(hc.Binds) != 0 || len(res.Mounts) != 0 || hc.Init == nil || !*hc.Init || hc.LogConfig.Type != "none" {
+		len(hc.Binds) != 0 || hc.Init == nil || !*hc.Init || hc.LogConfig.Type != "none" {
 		t.Fatalf("BusyBox host config not hardened: %+v", hc)
+	}
+	// One mount only: the trusted tools, read-only, from a volume (no host path).
+	if len(res.Mounts) != 1 || res.Mounts[0].Type != "volume" || res.Mounts[0].RW || res.Mounts[0].Destination != sandbox.ToolsDir ||
+		!strings.HasPrefix(res.Mounts[0].Name, "tuxlab-tools-") {
+		t.Fatalf("mounts %+v", res.Mounts)
 	}
 	labels := res.Config.Labels
 	if labels[sandbox.LabelManaged] != "true" || labels[sandbox.LabelContainer] != strconv.FormatInt(c.ID, 10) ||

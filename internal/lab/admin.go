@@ -138,6 +138,8 @@ func checkScript(f *errs.Fields, loc []any, s string, required bool) {
 		f.Add(loc, "A script must be at most 64 KiB", "string_too_long")
 	case !utf8.ValidString(s):
 		f.Add(loc, "A script must be UTF-8 text", "value_error")
+	case len(s) > 0 && sandbox.CheckInterpreter(s) != nil:
+		f.Add(loc, sandbox.CheckInterpreter(s).Error(), "value_error")
 	}
 }
 

@@ -20,6 +20,10 @@ type Sandboxes interface {
 	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Delete(ctx context.Context, a sandbox.Actor, id int64) error
 	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
+	// CheckInBudget runs checks, bounded as a whole by b, only in a sandbox
+	// whose system files were not tampered with; otherwise each result
+	// fails with the reason.
+	CheckInBudget(ctx context.Context, c *sandbox.Container, b sandbox.Budget, checks ...sandbox.Script) ([]*sandbox.Result, error)
 }
 
 // Options tune a Service. Zero values take the defaults.
@@ -488,25 +492,24 @@ func (s *Service) attemptSandbox(ctx context.Context, a sandbox.Actor, at *Attem
 // (each script's cap is its share of what is left), and its scripts run at a
 // lower CPU priority than the learner's own work.
 func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) ([]TaskResult, int, error) {
-	deadline := time.Now().Add(s.opt.CheckBudget)
-	outLeft := checkOutputBudget
+	checks := make([]sandbox.Script, len(l.Tasks))
+	for i, t := range l.Tasks {
+		checks[i] = sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap, Nice: checkNice}
+	}
+	ran, err := s.sandboxes.CheckInBudget(ctx, c, sandbox.Budget{Time: s.opt.CheckBudget, Output: checkOutputBudget, MinOutput: minOutputCap}, checks...)
+	if err != nil {
+		return nil, 0, err
+	}
 	results := make([]TaskResult, len(l.Tasks))
 	points := 0
 	for i, t := range l.Tasks {
 		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title}
-		left := time.Until(deadline)
-		if left < time.Second {
+		res := ran[i]
+		if res.Skipped {
 			r.ExitCode, r.TimedOut, r.Feedback = -1, true, []string{notChecked}
 			results[i] = r
 			continue
 		}
-		ran, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: t.Check, AsRoot: true, Timeout: min(s.opt.CheckTimeout, left),
-			OutputCap: min(max(outLeft/2, minOutputCap), checkOutputCap), Nice: checkNice})
-		if err != nil {
-			return nil, 0, err
-		}
-		res := ran[0]
-		outLeft -= len(res.Stdout) + len(res.Stderr)
 		r.Passed, r.Feedback = res.Verdict()
 		r.ExitCode, r.TimedOut, r.Output = res.ExitCode, res.TimedOut, res.Transcript()
 		if r.Passed {

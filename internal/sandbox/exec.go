@@ -1,13 +1,14 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,11 @@ import (
 )
 
 // Script is a program to run in a sandbox without a terminal: a lab's setup,
-// a check, a solution. It is fed on standard input to the interpreter its
-// "#!" line names (/bin/sh without one), so its text never shows in `ps` and
-// no file of it is left behind.
+// a check, a solution. It is a bash or sh script ("#!/bin/bash" or
+// "#!/bin/sh"; sh without a "#!" line), run by the trusted bash in ToolsDir
+// (in POSIX mode for sh), never by the sandbox's own shell, and fed to it on
+// standard input, so its text never shows in `ps` and no file of it is left
+// behind.
 type Script struct {
 	Text    string
 	AsRoot  bool          // root, or the template's user (in its home)
@@ -50,10 +53,28 @@ type Result struct {
 	// Failures are the first lines of stdout starting "FAIL: ", without the
 	// prefix, found in the whole stream, also past the cap.
 	Failures []string
+	// Tampered is set when a check did not run because the sandbox's system
+	// files were tampered with (Service.CheckIn); ExitCode is then -1.
+	Tampered *Tampering
+	// Skipped is set when the script did not run because its Budget's time
+	// was spent; ExitCode is then -1 and TimedOut true.
+	Skipped bool
+}
+
+// Budget bounds a sequence of scripts as a whole (a lab's check of every
+// task). Zero fields bound nothing.
+type Budget struct {
+	// Time is the wall time of the whole sequence: each script's timeout is
+	// at most what is left, and a script with less than a second left does
+	// not run (Result.Skipped).
+	Time time.Duration
+	// Output is what is kept of all the scripts' output: each script's cap
+	// is half of what is left (at least MinOutput, at most its own cap).
+	Output, MinOutput int
 }
 
 // OK reports whether the script ran to its end with exit code 0.
-func (r *Result) OK() bool { return !r.TimedOut && r.ExitCode == 0 }
+func (r *Result) OK() bool { return r.Tampered.Clean() && !r.TimedOut && r.ExitCode == 0 }
 
 // ErrScriptTooLarge refuses a script over MaxScriptBytes.
 var ErrScriptTooLarge = errs.Errorf(errs.Invalid, "A script must be at most %d bytes", MaxScriptBytes)
@@ -78,12 +99,17 @@ func (s *Service) Exec(ctx context.Context, a Actor, id int64, sc Script) (*Resu
 // Start, so ownership is checked), for one script or several in turn (a lab's
 // checks): the template is read and the activity recorded once for all.
 func (s *Service) ExecIn(ctx context.Context, c *Container, scripts ...Script) ([]*Result, error) {
+	return s.execIn(ctx, c, Budget{}, scripts)
+}
+
+// execIn is ExecIn within budget b.
+func (s *Service) execIn(ctx context.Context, c *Container, b Budget, scripts []Script) ([]*Result, error) {
 	if c.Status != StatusRunning {
 		return nil, ErrNotRunning
 	}
 	for _, sc := range scripts {
-		if len(sc.Text) > MaxScriptBytes {
-			return nil, ErrScriptTooLarge
+		if err := validScript(sc); err != nil {
+			return nil, err
 		}
 	}
 	t, err := s.store.FindTemplateByID(ctx, c.TemplateID)
@@ -95,15 +121,37 @@ func (s *Service) ExecIn(ctx context.Context, c *Container, scripts ...Script) (
 		return nil, err
 	}
 	results := make([]*Result, len(scripts))
+	deadline, outLeft := time.Now().Add(b.Time), b.Output
 	for i, sc := range scripts {
+		if b.Time > 0 {
+			left := time.Until(deadline)
+			if left < time.Second {
+				results[i] = &Result{ExitCode: -1, TimedOut: true, Skipped: true}
+				continue
+			}
+			sc.Timeout = min(cmp.Or(sc.Timeout, DefaultScriptTimeout), left)
+		}
+		if b.Output > 0 {
+			sc.OutputCap = min(max(outLeft/2, b.MinOutput), cmp.Or(sc.OutputCap, DefaultOutputCap))
+		}
 		if results[i], err = s.run(ctx, rt, t, c, sc); err != nil {
 			return nil, err
 		}
+		outLeft -= len(results[i].Stdout) + len(results[i].Stderr)
 	}
 	if _, err := s.Touch(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 		return nil, err
 	}
 	return results, nil
+}
+
+// validScript refuses a script that could not run: too large, or for
+// another interpreter than bash or sh.
+func validScript(sc Script) error {
+	if len(sc.Text) > MaxScriptBytes {
+		return ErrScriptTooLarge
+	}
+	return CheckInterpreter(sc.Text)
 }
 
 // run runs one script in container c of template t.
@@ -115,15 +163,18 @@ func (s *Service) run(ctx context.Context, rt Runtime, t *Template, c *Container
 	if sc.OutputCap <= 0 {
 		sc.OutputCap = DefaultOutputCap
 	}
-	spec := scriptSpec(t, sc)
 	// Every process the script starts inherits this mark, so that what a
 	// script left running at its timeout can be found and ended.
 	mark := newMark()
-	spec.Env = append(spec.Env, mark.env())
+	spec, err := scriptSpec(t, sc, mark)
+	if err != nil {
+		return nil, err
+	}
 	stdout, stderr := &capped{max: sc.OutputCap}, &capped{max: sc.OutputCap}
 	fails := &failureLines{max: 3}
-	// The engine-side timeout kills the script; the context gives it a moment
-	// more to report, and is the last word if the image has no timeout(1).
+	// The trusted timeout kills the script inside the sandbox; the context
+	// gives it a moment more to report, and is the last word should the
+	// engine not answer.
 	rctx, cancel := context.WithTimeout(ctx, sc.Timeout+3*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -136,7 +187,7 @@ func (s *Service) run(ctx context.Context, rt Runtime, t *Template, c *Container
 		res.TimedOut, res.ExitCode = true, -1
 	case err != nil:
 		return nil, err
-	case code == 137 && res.Duration >= sc.Timeout: // SIGKILL from timeout(1)
+	case code == 137 && res.Duration >= sc.Timeout: // SIGKILL from the trusted timeout
 		res.TimedOut, res.ExitCode = true, -1
 	}
 	if res.TimedOut {
@@ -195,7 +246,9 @@ done; exit 0`
 // reap ends every process carrying mark m in container c of template t: what
 // a timed-out script left running, or what a closed terminal started. Without
 // CAP_SYS_PTRACE a process's environment is readable only by its own user, so
-// it runs as the template's user and as root (for what ran as root).
+// it runs as the template's user and as root (for what ran as root). It runs
+// the trusted BusyBox sh, whose grep and kill are its own, so nothing the
+// learner changed in the sandbox takes part.
 func (s *Service) reap(ctx context.Context, rt Runtime, t *Template, c *Container, m mark) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -204,48 +257,117 @@ func (s *Service) reap(ctx context.Context, rt Runtime, t *Template, c *Containe
 		users = []string{t.User, "root"}
 	}
 	for _, user := range users {
-		spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", reapScript, "reap", string(m)}, User: user}
+		spec := ExecSpec{Cmd: []string{trustedSh, "-c", reapScript, "reap", string(m)}, User: user, Env: []string{"PATH=" + toolsBin}}
 		if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
 			s.opt.Log.Warn("could not end the processes of a script or terminal", "container_id", c.ID, "user", user, "exit", code, "error", fmt.Sprint(err))
 		}
 	}
 }
 
-// scriptSpec is the exec that runs sc in a sandbox of template t.
-func scriptSpec(t *Template, sc Script) ExecSpec {
+// The trusted tools scripts run with, by absolute path: static programs on
+// the read-only volume at ToolsDir, which root in the sandbox can neither
+// change nor unmount (docs/sandboxes.md).
+const (
+	toolsBin       = ToolsDir + "/bin"
+	trustedEnv     = toolsBin + "/env"
+	trustedTimeout = toolsBin + "/timeout"
+	trustedBash    = toolsBin + "/bash"
+	// trustedSh is BusyBox's sh, for tuxlab's own scripts (the reaper, the
+	// verification of system files): Debian's static BusyBox runs its own
+	// applets before anything in PATH, so they use nothing of the sandbox's.
+	// That is also why authors' sh scripts run under bash in POSIX mode
+	// instead: their commands must be the sandbox's (dpkg, ps, ip...).
+	trustedSh = toolsBin + "/sh"
+)
+
+// scriptPath is every script's PATH: the system's directories, without
+// /usr/local, where learners put programs of their own that would shadow the
+// system's.
+const scriptPath = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+// scriptSpec is the exec that runs sc in a sandbox of template t, carrying
+// mark m: the trusted env clears the environment the image and the engine
+// give (no BASH_ENV, ENV or PATH of theirs) and sets only tuxlab's, then the
+// trusted timeout runs the trusted shell on the script fed to its stdin.
+func scriptSpec(t *Template, sc Script, m mark) (ExecSpec, error) {
+	shell, err := interpreter(sc.Text)
+	if err != nil {
+		return ExecSpec{}, err
+	}
 	user, home := t.User, "/home/"+t.User
 	if t.User == "root" || t.User == "" {
 		user, home = "root", "/root"
 	}
-	runAs, dir := user, home
+	runAs, dir, runHome := user, home, home
 	if sc.AsRoot {
-		runAs, dir = "root", "/"
+		runAs, dir, runHome = "root", "/", "/root"
 	}
 	secs := strconv.Itoa(int((sc.Timeout + time.Second - 1) / time.Second))
-	cmd := append([]string{"timeout", "-s", "KILL", secs}, Interpreter(sc.Text)...)
+	cmd := []string{trustedEnv, "-i", "PATH=" + scriptPath, "LANG=C.UTF-8",
+		"TUXLAB_USER=" + user, "TUXLAB_HOME=" + home, "HOME=" + runHome, "USER=" + runAs, "LOGNAME=" + runAs, m.env(),
+		trustedTimeout, "-s", "KILL", secs}
 	if sc.Nice > 0 {
-		// BusyBox has renice but no nice(1): a shell lowers its own priority,
-		// then becomes the interpreter.
-		cmd = append([]string{"timeout", "-s", "KILL", secs, "/bin/sh", "-c", `renice -n "$0" -p $$ >/dev/null 2>&1; exec "$@"`,
-			strconv.Itoa(min(sc.Nice, 19))}, Interpreter(sc.Text)...)
+		// The trusted BusyBox has renice but no nice(1): its shell lowers its
+		// own priority, then becomes the interpreter.
+		cmd = append(cmd, trustedSh, "-c", `renice -n "$0" -p $$ >/dev/null 2>&1; exec "$@"`, strconv.Itoa(min(sc.Nice, 19)))
 	}
-	env := []string{"TUXLAB_USER=" + user, "TUXLAB_HOME=" + home, "LC_ALL=C.UTF-8"}
-	if !sc.AsRoot {
-		env = append(env, "HOME="+home, "USER="+user, "LOGNAME="+user)
-	}
-	return ExecSpec{Cmd: cmd, User: runAs, Dir: dir, Env: env}
+	cmd = append(cmd, shell...)
+	return ExecSpec{Cmd: cmd, User: runAs, Dir: dir}, nil
 }
 
-// Interpreter is the command a script is fed to: the program and arguments
-// of its "#!" line, or /bin/sh.
-func Interpreter(script string) []string {
+// interpreter is the trusted command a script is fed to: bash, or bash in
+// POSIX mode for sh (the "#!" line's choice; sh without one), with the
+// line's options, reading the script from stdin (-s).
+func interpreter(script string) ([]string, error) {
+	posixSh := []string{trustedBash, "--posix", "-s"}
 	first, _, _ := strings.Cut(script, "\n")
-	if rest, ok := strings.CutPrefix(first, "#!"); ok {
-		if f := strings.Fields(rest); len(f) > 0 && path.IsAbs(f[0]) {
-			return f
-		}
+	rest, ok := strings.CutPrefix(first, "#!")
+	if !ok {
+		return posixSh, nil
 	}
-	return []string{"/bin/sh"}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return posixSh, nil
+	}
+	if f[0] == "/usr/bin/env" && len(f) > 1 { // #!/usr/bin/env bash
+		f = f[1:]
+		f[0] = "/bin/" + f[0]
+	}
+	var cmd []string
+	switch f[0] {
+	case "/bin/bash", "/usr/bin/bash":
+		cmd = []string{trustedBash}
+	case "/bin/sh", "/usr/bin/sh":
+		cmd = []string{trustedBash, "--posix"}
+	default:
+		return nil, ErrInterpreter
+	}
+	for _, opt := range f[1:] {
+		if !shellOption.MatchString(opt) {
+			return nil, ErrInterpreterOption
+		}
+		cmd = append(cmd, opt)
+	}
+	return append(cmd, "-s"), nil
+}
+
+// shellOption is an option a "#!" line may give its shell: the shell's set
+// options (-e, -eu, -x, +h, ...), never -i or -l, which would read startup
+// files the learner can write.
+var shellOption = regexp.MustCompile(`^[-+][aefhkmnpuvxBCEHPT]+$`)
+
+// Errors of a script's "#!" line.
+var (
+	ErrInterpreter       = errs.E(errs.Invalid, "A script runs under bash or sh only: its first line must be #!/bin/bash or #!/bin/sh (or not start with #!, for sh)")
+	ErrInterpreterOption = errs.E(errs.Invalid, "The #! line of a script may give its shell only set options, such as -e, -u or -x")
+)
+
+// CheckInterpreter reports whether a script can run: its "#!" line names bash
+// or sh with set options only. Labs and exams call it where scripts are
+// authored, so a script that could not run is refused there.
+func CheckInterpreter(script string) error {
+	_, err := interpreter(script)
+	return err
 }
 
 // capped keeps the first max bytes written to it and drops the rest, so a
@@ -323,6 +445,9 @@ func (r *Result) Verdict() (passed bool, feedback []string) {
 	if r.OK() {
 		return true, []string{}
 	}
+	if !r.Tampered.Clean() {
+		return false, []string{r.Tampered.Reason()}
+	}
 	if r.TimedOut {
 		return false, []string{"The check took too long and was stopped"}
 	}
@@ -335,6 +460,9 @@ func (r *Result) Verdict() (passed bool, feedback []string) {
 
 // Transcript is the whole of a script's output with its exit status, for admins.
 func (r *Result) Transcript() string {
+	if !r.Tampered.Clean() {
+		return "not run: the sandbox's system files were tampered with\n--- unexplained changes ---\n" + r.Tampered.String()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code %d", r.ExitCode)
 	if r.TimedOut {

@@ -264,7 +264,10 @@ func (s *Service) dropStale(ctx context.Context, rt Runtime, current map[int64]*
 // addPooled creates and starts one container for t's pool.
 func (s *Service) addPooled(ctx context.Context, rt Runtime, t *Template) error {
 	now := s.now()
-	spec := s.engineSpec(ctx, rt, t, &Container{UserID: 0})
+	spec, err := s.engineSpec(ctx, rt, t, &Container{UserID: 0})
+	if err != nil {
+		return err
+	}
 	b := make([]byte, 4)
 	rand.Read(b)
 	spec.Name = fmt.Sprintf("tuxlab-%s-pool-%s", s.instance[:8], hex.EncodeToString(b))

@@ -79,6 +79,29 @@ type Spec struct {
 	CapAdd          []string
 	NoNewPrivileges bool
 	StopSignal      string // what the engine sends to stop it ("" for SIGTERM)
+	// ToolsVolume names the volume of trusted tools (Runtime.ToolsVolume),
+	// mounted read-only at ToolsDir; "" mounts nothing.
+	ToolsVolume string
+}
+
+// ToolsDir is where every sandbox sees the trusted tools, read-only: the
+// static shells and utilities scripts run with (docs/sandboxes.md).
+const ToolsDir = "/.tuxlab"
+
+// ChangeKind says how a path differs from the container's image.
+type ChangeKind int
+
+// The kinds of change, as the engine reports them.
+const (
+	ChangeModified ChangeKind = iota
+	ChangeAdded
+	ChangeDeleted
+)
+
+// Change is one path of a container's file system that differs from its image.
+type Change struct {
+	Path string
+	Kind ChangeKind
 }
 
 // State is what the engine says about a container.
@@ -89,6 +112,9 @@ type State struct {
 	FinishedAt time.Time
 	ExitCode   int
 	OOMKilled  bool
+	// Created is when the engine made the container (Inspect only): every
+	// file changed in it since has a change time (ctime) no later.
+	Created time.Time
 }
 
 // Instance is an engine container carrying tuxlab's labels.
@@ -144,6 +170,13 @@ type Runtime interface {
 	Inspect(ctx context.Context, engineID string) (State, error)
 	List(ctx context.Context, labels map[string]string) ([]Instance, error)
 	Exec(ctx context.Context, engineID string, s ExecSpec) (Session, error)
+	// ToolsVolume returns the name of a volume holding the /tuxlab directory
+	// of image (the trusted tools), made and filled once per image id. It
+	// returns ErrToolsMissing when the image is not on the engine.
+	ToolsVolume(ctx context.Context, image string) (string, error)
+	// Changes lists the paths of a container's file system that differ from
+	// its image: modified, added or deleted.
+	Changes(ctx context.Context, engineID string) ([]Change, error)
 	// Run runs a command without a TTY to its end: stdin is fed to it and
 	// then closed, and its stdout and stderr are copied apart. It returns the
 	// exit code. When ctx ends first, Run stops reading and returns ctx's error.
@@ -159,6 +192,7 @@ var (
 	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by sandboxes, laboratories or exams: delete or change them first")
 	ErrTemplateNameTaken  = errs.E(errs.Conflict, "A sandbox template with this name exists")
 	ErrNotRunning         = errs.E(errs.Conflict, "Container is not running: start it first")
+	ErrToolsMissing       = errs.E(errs.Unavailable, "The trusted tools image is not on this host: an operator must run ./scripts/build-images.sh tools")
 	ErrNoDiskQuota        = errs.E(errs.Conflict, "This host's storage driver cannot limit a sandbox's disk space (overlay2 needs XFS mounted with pquota): set disk_mb to 0, or move the engine's storage")
 )
 

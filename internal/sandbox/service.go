@@ -32,6 +32,7 @@ type Options struct {
 	DiskWatchOnly     bool          // measure and remove even where the engine has quotas, and ask it for none (tests of the watch)
 	PoolSize          int           // warm sandboxes kept ready per template without network (0: none)
 	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
+	ToolsImage        string        // the image of trusted tools mounted in every sandbox (default DefaultToolsImage)
 	Now               func() time.Time
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
@@ -67,6 +68,9 @@ func (o *Options) defaults() {
 	if o.DiskCheckInterval <= 0 {
 		o.DiskCheckInterval = 5 * time.Second
 	}
+	if o.ToolsImage == "" {
+		o.ToolsImage = DefaultToolsImage
+	}
 	if o.Network == "" {
 		o.Network = "tuxlab-sandbox"
 	}
@@ -91,6 +95,33 @@ type Service struct {
 	pool     *pool        // warm sandboxes of this process (pool.go)
 	// isolation is what the check of sandbox networks found (isolation.go).
 	isolation atomic.Pointer[Isolation]
+
+	toolsMu     sync.Mutex
+	toolsVolume string // the volume of trusted tools, once resolved (tools)
+}
+
+// DefaultToolsImage is the image of trusted tools (scripts/build-images.sh tools).
+const DefaultToolsImage = "tuxlab/sandbox-tools:latest"
+
+// tools returns the volume of trusted tools every sandbox mounts, resolved
+// (and filled) at first use and cached. A failure is not cached: once an
+// operator builds the image, the next creation works without a restart.
+func (s *Service) tools(ctx context.Context, rt Runtime) (string, error) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	if s.toolsVolume != "" {
+		return s.toolsVolume, nil
+	}
+	v, err := rt.ToolsVolume(ctx, s.opt.ToolsImage)
+	if errors.Is(err, ErrToolsMissing) {
+		return "", &errs.Error{Kind: errs.Unavailable, Err: err, Detail: fmt.Sprintf(
+			"The trusted tools image %s is not on this host: an operator must run ./scripts/build-images.sh tools", s.opt.ToolsImage)}
+	}
+	if err != nil {
+		return "", err
+	}
+	s.toolsVolume = v
+	return v, nil
 }
 
 // Actor is who calls: a user, and whether that user is an admin (who sees all).
@@ -211,6 +242,9 @@ func (s *Service) Create(ctx context.Context, a Actor, n NewContainer) (*Contain
 	} else if !ok {
 		return nil, &errs.Error{Kind: errs.Unavailable, Detail: fmt.Sprintf("Sandbox image %s is not on this host: an operator must run scripts/build-images.sh", t.Image)}
 	}
+	if _, err := s.tools(ctx, rt); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	c := &Container{UserID: a.UserID, TemplateID: t.ID, Name: n.Name, Status: StatusCreating,
 		CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(s.opt.MaxLifetime)}
@@ -277,7 +311,10 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 	if engineID, ok, err := s.adoptPooled(ctx, rt, t, c); ok {
 		return engineID, err
 	}
-	spec := s.engineSpec(ctx, rt, t, c)
+	spec, err := s.engineSpec(ctx, rt, t, c)
+	if err != nil {
+		return "", err
+	}
 	if t.Network {
 		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID), map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
@@ -298,10 +335,16 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 	return engineID, s.markRunning(ctx, c, engineID)
 }
 
-// engineSpec is spec with the disk limit left to the disk watch where the
-// engine cannot apply it (disk.go); the label keeps the limit either way.
-func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) Spec {
+// engineSpec is spec with the trusted tools mounted, and the disk limit left
+// to the disk watch where the engine cannot apply it (disk.go); the label
+// keeps the limit either way.
+func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) (Spec, error) {
 	spec := s.spec(t, c)
+	tools, err := s.tools(ctx, rt)
+	if err != nil {
+		return Spec{}, err
+	}
+	spec.ToolsVolume = tools
 	switch {
 	case spec.DiskMB <= 0:
 	case s.engineQuota(ctx, rt, t.Image):
@@ -309,7 +352,7 @@ func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Co
 	default:
 		spec.DiskMB = 0
 	}
-	return spec
+	return spec, nil
 }
 
 // discard removes what a failed creation left: the engine container and the row.

@@ -63,7 +63,7 @@ func (s *Service) openShell(ctx context.Context, rt Runtime, t *Template, c *Con
 
 // RelayPath is where sandboxes find the terminal relay: on the read-only
 // tools mount, out of reach of root in the sandbox.
-const RelayPath = ToolsDir + "/tuxlab-tty"
+const RelayPath = toolsBin + "/tuxlab-tty"
 
 // relayOrWrapper starts the relay ($1 columns, $2 rows, then the shell), or,
 // in a sandbox made before the tools mount existed, sets the size itself,
@@ -113,7 +113,7 @@ done; exit 0`
 func (s *Service) hangupByMark(ctx context.Context, rt Runtime, t *Template, c *Container, m mark) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	spec := ExecSpec{Cmd: []string{"/bin/sh", "-c", hangupScript, "hangup", string(m)}, User: t.User}
+	spec := ExecSpec{Cmd: []string{trustedSh, "-c", hangupScript, "hangup", string(m)}, User: t.User, Env: []string{"PATH=" + toolsBin}}
 	if code, err := rt.Run(ctx, c.EngineID, spec, nil, io.Discard, io.Discard); err != nil || code != 0 {
 		s.opt.Log.Warn("could not hang up a terminal", "container_id", c.ID, "exit", code, "error", fmt.Sprint(err))
 	}
@@ -298,7 +298,3 @@ func markerPrefixAtEnd(b []byte) int {
 	}
 	return 0
 }
-
-// ToolsDir is where sandboxes see the tools tuxlab brings: mounted
-// read-only, out of reach of root in the sandbox.
-const ToolsDir = "/.tuxlab/bin"

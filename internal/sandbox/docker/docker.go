@@ -24,6 +24,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -175,8 +176,9 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 }
 
 // Create makes a container from s, hardened: no privileges, every capability
-// dropped but s.CapAdd, no-new-privileges when asked, no mounts (and so no
-// engine socket), the engine's default seccomp profile, and resource limits.
+// dropped but s.CapAdd, no-new-privileges when asked, no mount but the
+// read-only tools volume (and so no engine socket), the engine's default
+// seccomp profile, and resource limits.
 func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 	init := true
 	security := []string{}
@@ -200,6 +202,9 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 			NanoCPUs:   s.NanoCPUs,
 			PidsLimit:  &s.PidsLimit,
 		},
+	}
+	if s.ToolsVolume != "" {
+		host.Mounts = []mount.Mount{toolsMount(s.ToolsVolume)}
 	}
 	if s.DiskMB > 0 {
 		host.StorageOpt = map[string]string{"size": fmt.Sprintf("%dM", s.DiskMB)}
@@ -299,7 +304,11 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (sandbox.State, error)
 	if err != nil {
 		return sandbox.State{}, wrap(err)
 	}
-	return stateOf(res.Container.State), nil
+	st := stateOf(res.Container.State)
+	if created, err := time.Parse(time.RFC3339Nano, res.Container.Created); err == nil {
+		st.Created = created.UTC()
+	}
+	return st, nil
 }
 
 func stateOf(st *container.State) sandbox.State {

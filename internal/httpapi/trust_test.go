@@ -395,15 +395,17 @@ func TestExamPracticalOnATamperedSandbox(t *testing.T) {
 			"kind": "practical", "prompt": "Create the file /tmp/exam-practical-done.", "check": examCheckSecret, "points": 3,
 			"explanation": "touch creates an empty file."})
 		ex := createExam(t, e, admin, fmt.Sprintf("slug=tampered&title=Tampered&template_id=%d", tpl), body)
-		c := createSandbox(t, e, alice.Token, tpl)
-		execOut(t, e, alice.ID, c.ID, "touch /tmp/exam-practical-done")
-		asRoot(t, e, alice.ID, c.ID, "rm /bin/ls && printf '#!/bin/sh\\nexit 0\\n' > /bin/ls && chmod 755 /bin/ls")
-
-		var at struct{ ID int64 }
+		// The attempt's own sandbox, solved and then tampered with.
+		var at struct {
+			ID          int64
+			ContainerID int64 `json:"container_id"`
+		}
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		execOut(t, e, alice.ID, at.ContainerID, "touch /tmp/exam-practical-done")
+		asRoot(t, e, alice.ID, at.ContainerID, "rm /bin/ls && printf '#!/bin/sh\\nexit 0\\n' > /bin/ls && chmod 755 /bin/ls")
 		var res examResultsBody
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/submit", ex.ID), Token: alice.Token,
-			Body: map[string]any{"answers": []any{}, "container_id": c.ID}}).Expect(t, 200).JSON(t, &res)
+			Body: map[string]any{"answers": []any{}}}).Expect(t, 200).JSON(t, &res)
 		p := res.Questions[3]
 		if p.Correct || len(p.Feedback) != 1 || !strings.Contains(p.Feedback[0], "Checks did not run") || !strings.Contains(p.Feedback[0], "/bin/ls") || p.Output != nil {
 			t.Fatalf("practical on a tampered sandbox %+v", p)

@@ -19,8 +19,8 @@
 //   - a shell still alive some seconds after the hang-up (one that traps or
 //     ignores SIGHUP) is killed, so shells never outlive their connection;
 //   - if the processes left in the terminal's session after the hang-up
-//     hold half the sandbox's pid limit or more (a fork bomb), they are all
-//     stopped and killed. The relay was started before the bomb, so it needs no new
+//     hold half the sandbox's pid limit or more (a fork bomb), now or within
+//     a second, they are all stopped and killed. The relay was started before the bomb, so it needs no new
 //     process to do it, where anything run through the engine would.
 package ttyrelay
 
@@ -212,9 +212,31 @@ func (r *relay) hangUp() {
 		r.shell.Process.Kill()
 		<-r.shellDone
 	}
-	if members := sessionMembers(r.shell.Process.Pid); r.isBomb(len(members)) {
-		n := endSession(r.shell.Process.Pid)
-		fmt.Fprintf(r.cfg.Log, "tuxlab-tty: %d processes were left in the terminal's session, half the sandbox's pid limit or more: %d killed\n", len(members), n)
+	r.watchSession()
+}
+
+// bombWatch is how long the relay watches what is left of the session after
+// the shell has ended: a fork bomb caught small fills the pid limit within
+// it. A session left empty, the usual case, is not watched.
+const bombWatch = time.Second
+
+// watchSession ends what is left of the terminal's session if it holds half
+// the sandbox's pid limit or more, now or within bombWatch.
+func (r *relay) watchSession() {
+	sid := r.shell.Process.Pid
+	for end := time.Now().Add(bombWatch); ; time.Sleep(50 * time.Millisecond) {
+		members := sessionMembers(sid)
+		if len(members) == 0 {
+			return
+		}
+		if r.isBomb(len(members)) {
+			n := endSession(sid)
+			fmt.Fprintf(r.cfg.Log, "tuxlab-tty: %d processes were left in the terminal's session, half the sandbox's pid limit or more: %d killed\n", len(members), n)
+			return
+		}
+		if time.Now().After(end) {
+			return
+		}
 	}
 }
 

@@ -1016,7 +1016,7 @@ tools_recipe() {
 	(
 		cd "$REPO"
 		printf '%s\n' "$RECIPE" "$(go env GOVERSION)"
-		# shellcheck disable=SC2086 # one directory per word
+		# shellcheck disable=SC2086,SC2016 # one directory per word; the braces are a Go template, not shell
 		go list -deps -f '{{if and .Module .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}' $programs |
 			sed "s|^$REPO/||" | LC_ALL=C sort | xargs -r sha256sum
 		sha256sum go.mod go.sum
@@ -1036,6 +1036,7 @@ build_tools() {
 	mkdir -p "$bin"
 	cp "$bb" "$bin/busybox"
 	cp "$bashs" "$bin/bash"
+	# shellcheck disable=SC2016 # $BASH_VERSION is the static bash's, expanded by it
 	say "[tools] static bash $("$bashs" -c 'echo "$BASH_VERSION"'), $("$bb" 2>&1 | head -1 | awk '{print $1, $2}')"
 	# One link per applet: scripts and the server name each tool by its path.
 	while read -r applet; do

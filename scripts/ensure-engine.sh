@@ -178,7 +178,9 @@ stop_engine() {
 		return
 	fi
 	pid=$(cat /var/run/docker.pid 2>/dev/null || true)
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "a daemon answers but /var/run/docker.pid names none: stop it yourself and run again"
+	if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+		die "a daemon answers but /var/run/docker.pid names none: stop it yourself and run again"
+	fi
 	say "stopping dockerd (pid $pid)"
 	kill "$pid"
 	for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || return 0; sleep 1; done

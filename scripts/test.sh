@@ -49,7 +49,7 @@ if [ -z "${TUXLAB_TEST_POSTGRES_URL:-}" ] && [ -z "${TUXLAB_TEST_NO_POSTGRES:-}"
 	if ! command -v pg_lsclusters >/dev/null || [ -z "$(ls /usr/lib/postgresql 2>/dev/null)" ]; then
 		apt_install postgresql
 	fi
-	ver=$(ls /usr/lib/postgresql | sort -n | tail -1)
+	ver=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -n | tail -1)
 	if [ -z "$(pg_lsclusters -h | awk -v v="$ver" '$1==v')" ]; then
 		say "creating PostgreSQL $ver cluster"
 		pg_createcluster "$ver" main >/dev/null

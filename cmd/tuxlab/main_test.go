@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tuxlab/internal/app"
 	"tuxlab/internal/auth"
 
 	"tuxlab/internal/store"
@@ -45,9 +46,11 @@ func runCmd(t *testing.T, env map[string]string, stdin string, args ...string) (
 
 func TestVersionAndUsage(t *testing.T) {
 	t.Parallel()
-	out, _, err := runCmd(t, nil, "", "version")
-	if err != nil || !strings.HasPrefix(out, "tuxlab ") {
-		t.Fatalf("version: %q %v", out, err)
+	for _, arg := range []string{"version", "--version"} {
+		// The release the server reports in /healthz and the OpenAPI document.
+		if out, _, err := runCmd(t, nil, "", arg); err != nil || out != "tuxlab "+app.Version+"\n" {
+			t.Fatalf("%s: %q %v, want tuxlab %s", arg, out, err, app.Version)
+		}
 	}
 	if _, _, err := runCmd(t, nil, "", "frobnicate"); err == nil {
 		t.Fatal("unknown command accepted")

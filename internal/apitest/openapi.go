@@ -32,8 +32,8 @@ type operation struct {
 }
 
 type responseSpec struct {
-	schemaRef string // JSON pointer into the document, "" for no body
-	headers   []string
+	schemaRef string   // JSON pointer into the document, "" for no body
+	headers   []string // the headers the document marks required
 }
 
 var (
@@ -53,7 +53,9 @@ func NewValidator(doc []byte) (*Validator, error) {
 	var parsed struct {
 		Paths map[string]map[string]struct {
 			Responses map[string]struct {
-				Headers map[string]any
+				Headers map[string]struct {
+					Required bool
+				}
 				Content map[string]struct {
 					Schema struct {
 						Ref string `json:"$ref"`
@@ -84,8 +86,10 @@ func NewValidator(doc []byte) (*Validator, error) {
 				if ct, ok := r.Content["application/json"]; ok {
 					spec.schemaRef = ct.Schema.Ref
 				}
-				for h := range r.Headers {
-					spec.headers = append(spec.headers, h)
+				for h, hd := range r.Headers {
+					if hd.Required { // an optional header (Retry-After of a 503) may be absent
+						spec.headers = append(spec.headers, h)
+					}
 				}
 				op.responses[code] = spec
 			}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	"tuxlab/internal/auth"
 )
 
 // op documents one route for the OpenAPI document.
@@ -50,6 +52,12 @@ var (
 	boolSchema = map[string]any{"type": "boolean"}
 	roleSchema = map[string]any{"type": "string", "enum": []string{"student", "instructor", "admin"}}
 	tsSchema   = map[string]any{"type": "string", "format": "date-time", "pattern": `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$`}
+	// passwordSchema is auth.ValidatePassword's rule. Its bounds are bytes of
+	// UTF-8 (bcrypt reads 72 bytes), which JSON Schema cannot count: maxLength
+	// (characters) is a true upper bound, and the lower one is left to the text,
+	// as 8 bytes may be as few as 2 characters.
+	passwordSchema = map[string]any{"type": "string", "maxLength": auth.MaxPasswordLen,
+		"description": "8 to 72 bytes of UTF-8, not characters: a character outside ASCII takes 2 to 4 bytes (bcrypt reads 72 bytes, so a longer password is refused, never cut). Not only spaces, and not the username."}
 )
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
@@ -88,10 +96,10 @@ var schemas = map[string]any{
 	"RegisterRequest": obj([]string{"username", "email", "password"}, map[string]any{
 		"username": map[string]any{"type": "string", "minLength": 3, "maxLength": 32, "pattern": "^[A-Za-z][A-Za-z0-9_.-]*$"},
 		"email":    map[string]any{"type": "string", "format": "email", "maxLength": 254},
-		"password": map[string]any{"type": "string", "minLength": 8, "maxLength": 72},
+		"password": passwordSchema,
 	}),
 	"CreateUserRequest": obj([]string{"username", "email", "password"}, map[string]any{
-		"username": strSchema, "email": strSchema, "password": strSchema, "role": roleSchema}),
+		"username": strSchema, "email": strSchema, "password": passwordSchema, "role": roleSchema}),
 	"LoginRequest": obj([]string{"username", "password"}, map[string]any{"username": strSchema, "password": strSchema}),
 	"Token": obj([]string{"access_token", "token_type"}, map[string]any{
 		"access_token": strSchema, "token_type": map[string]any{"const": "bearer"},
@@ -186,7 +194,7 @@ var (
 		params: []param{
 			{name: "username", schema: strSchema, desc: "Required without a JSON body."},
 			{name: "email", schema: strSchema, desc: "Required without a JSON body."},
-			{name: "password", schema: strSchema, desc: "Required without a JSON body."},
+			{name: "password", schema: passwordSchema, desc: "Required without a JSON body; 8 to 72 bytes of UTF-8."},
 			{name: "role", schema: roleSchema, desc: "Defaults to student."},
 		}}
 	docAdminSetRole = op{tag: "admin", summary: "Change a user's role", status: 200, result: "User", errors: []int{404, 409},
@@ -254,6 +262,16 @@ var (
 	docAdminStats = op{tag: "admin", summary: "System statistics", status: 200, result: "AdminStats"}
 )
 
+// errorHeaders are the headers writeError sets on an error status.
+var errorHeaders = map[int]map[string]any{
+	http.StatusUnauthorized: {"WWW-Authenticate": map[string]any{"required": true, "schema": map[string]any{"const": "Bearer"},
+		"description": "The scheme a token must come in: Authorization: Bearer <token>."}},
+	http.StatusTooManyRequests: {"Retry-After": map[string]any{"required": true, "schema": map[string]any{"type": "integer", "minimum": 1},
+		"description": "Seconds to wait before trying again."}},
+	http.StatusServiceUnavailable: {"Retry-After": map[string]any{"required": false, "schema": map[string]any{"type": "integer", "minimum": 1},
+		"description": "Seconds to wait before trying again, when the wait is known (at capacity, busy, shutting down); absent when an operator must act (an image missing on the host)."}},
+}
+
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // responseCodes lists every status an operation documents.
@@ -294,6 +312,7 @@ func (s *Server) openAPIDocument() []byte {
 		if rt.doc.desc != "" {
 			o["description"] = rt.doc.desc
 		}
+		o["security"] = []any{} // public: no token
 		if rt.access != public {
 			o["security"] = []any{map[string]any{"bearer": []string{}}}
 		}
@@ -347,12 +366,15 @@ func (s *Server) openAPIDocument() []byte {
 				schema = rt.doc.result // "" for no body, as for 101
 				if rt.doc.paged {
 					resp["headers"] = map[string]any{
-						"X-Total-Count": map[string]any{"schema": intSchema, "description": "Items in all pages."},
-						"Link":          map[string]any{"schema": strSchema, "description": "RFC 8288 links: first, prev, next, last."},
+						"X-Total-Count": map[string]any{"required": true, "schema": intSchema, "description": "Items in all pages."},
+						"Link":          map[string]any{"required": true, "schema": strSchema, "description": "RFC 8288 links: first, prev, next, last."},
 					}
 				}
 			case code == 422:
 				schema = "ValidationError"
+			}
+			if h := errorHeaders[code]; h != nil {
+				resp["headers"] = h
 			}
 			if schema != "" {
 				resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref(schema)}}
@@ -367,6 +389,7 @@ func (s *Server) openAPIDocument() []byte {
 	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
+		"servers": []any{map[string]any{"url": "/", "description": "The server that serves this document."}},
 		"info": map[string]any{
 			"title":       "tuxlab API",
 			"version":     s.version,

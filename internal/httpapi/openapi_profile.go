@@ -1,6 +1,10 @@
 package httpapi
 
-import "maps"
+import (
+	"maps"
+
+	"tuxlab/internal/auth"
+)
 
 // The OpenAPI schemas and operations of the profile and the avatar files.
 
@@ -22,7 +26,7 @@ var profileSchemas = map[string]any{
 	}),
 	"PasswordChange": obj([]string{"current_password", "new_password"}, map[string]any{
 		"current_password": strSchema,
-		"new_password":     map[string]any{"type": "string", "minLength": 8, "maxLength": 72, "description": "The registration rules; must differ from the current one."},
+		"new_password":     map[string]any{"type": "string", "maxLength": auth.MaxPasswordLen, "description": "The registration rules (8 to 72 bytes of UTF-8, not characters); must differ from the current one."},
 	}),
 	"PasswordChanged": obj([]string{"detail", "access_token", "token_type"}, map[string]any{
 		"detail":       map[string]any{"const": "Password changed"},

@@ -21,6 +21,9 @@ type Sandboxes interface {
 	Create(ctx context.Context, a sandbox.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
 	List(ctx context.Context, a sandbox.Actor) ([]*sandbox.Container, error)
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	// Resume returns the sandbox running, started again if it was stopped;
+	// nil when it is gone.
+	Resume(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Delete(ctx context.Context, a sandbox.Actor, id int64) error
 	// CheckIn runs checks only in a sandbox whose system files were not
@@ -449,21 +452,7 @@ func (s *Service) gradingSandbox(ctx context.Context, a sandbox.Actor, e *Exam, 
 		return nil, errs.Field([]any{"container_id"},
 			fmt.Sprintf("This attempt's practical questions are graded in its own sandbox, %d: name that one or none", *at.ContainerID), "value_error")
 	}
-	owner := sandbox.Actor{UserID: at.UserID}
-	c, err := s.sandboxes.Get(ctx, owner, *at.ContainerID)
-	if errors.Is(err, sandbox.ErrContainerNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch c.Status {
-	case sandbox.StatusRunning:
-		return c, nil
-	case sandbox.StatusStopped:
-		return s.sandboxes.Start(ctx, owner, c.ID)
-	}
-	return nil, nil // broken: as good as gone
+	return s.sandboxes.Resume(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
 }
 
 // legacySandbox finds the running sandbox the practical questions of an

@@ -17,6 +17,9 @@ import (
 type Sandboxes interface {
 	Create(ctx context.Context, a sandbox.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
 	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	// Resume returns the sandbox running, started again if it was stopped;
+	// nil when it is gone.
+	Resume(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
 	Delete(ctx context.Context, a sandbox.Actor, id int64) error
 	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
@@ -468,21 +471,7 @@ func (s *Service) attemptSandbox(ctx context.Context, a sandbox.Actor, at *Attem
 	if at.ContainerID == nil {
 		return nil, nil
 	}
-	owner := sandbox.Actor{UserID: at.UserID}
-	c, err := s.sandboxes.Get(ctx, owner, *at.ContainerID)
-	if errors.Is(err, sandbox.ErrContainerNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch c.Status {
-	case sandbox.StatusRunning:
-		return c, nil
-	case sandbox.StatusStopped:
-		return s.sandboxes.Start(ctx, owner, c.ID)
-	}
-	return nil, nil // broken: as good as gone
+	return s.sandboxes.Resume(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
 }
 
 // runChecks runs each task's check in c, in turn, and returns the results

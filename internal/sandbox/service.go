@@ -525,6 +525,27 @@ func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Conta
 	return c, nil
 }
 
+// Resume returns the actor's sandbox id running, started again if it was
+// stopped (the idle stop may have stopped it), for work that needs it now
+// (a lab's or an exam's checks). A sandbox that no longer exists, or is
+// broken, is nil without an error: as good as gone to the caller.
+func (s *Service) Resume(ctx context.Context, a Actor, id int64) (*Container, error) {
+	c, err := s.Get(ctx, a, id)
+	if errors.Is(err, ErrContainerNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch c.Status {
+	case StatusRunning:
+		return c, nil
+	case StatusStopped:
+		return s.Start(ctx, a, c.ID)
+	}
+	return nil, nil
+}
+
 // Start starts a stopped sandbox; starting a running one changes nothing.
 func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, error) {
 	c, err := s.Get(ctx, a, id)

@@ -132,23 +132,29 @@ export async function render(ctx) {
     } finally { startBtn.disabled = false; }
   });
 
+  // A check asked for too soon (the server allows one per attempt every few
+  // seconds, counted from the end of the last) is not refused to the
+  // learner: the page says when it will run and runs it then.
   let retryTimer;
-  checkBtn.addEventListener("click", async () => {
+  const check = async () => {
     checkBtn.disabled = true;
     clear(status, h("p", null, "Checking every task in your sandbox…"));
-    let wait = 0;
     try {
       adopt(await api("POST", `/api/laboratories/${id}/check`));
+      checkBtn.disabled = false;
     } catch (e) {
       if (e.status === 429) {
-        wait = Number(e.res.headers.get("Retry-After")) || 5;
-        clear(status, h("p", null, e.message));
-      } else clear(status, h("p", { class: "error" }, e.message));
-    } finally {
-      clearTimeout(retryTimer);
-      retryTimer = setTimeout(() => { checkBtn.disabled = false; }, wait * 1000);
+        const wait = Number(e.res.headers.get("Retry-After")) || 5;
+        clear(status, h("p", null, `One check at a time, a few seconds apart: this one runs in ${wait} s`));
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(check, wait * 1000);
+      } else {
+        clear(status, h("p", { class: "error" }, e.message));
+        checkBtn.disabled = false;
+      }
     }
-  });
+  };
+  checkBtn.addEventListener("click", check);
 
   submitBtn.addEventListener("click", async () => {
     if (!confirm("Submit the laboratory? Every task is checked once more and the attempt ends.")) return;

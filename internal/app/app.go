@@ -381,6 +381,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	var terr error
 	terminals.Go(func() { terr = a.Terminals.Shutdown(sctx) })
 	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close() // the grace is over: the connections still open are cut
+	}
 	terminals.Wait()
 	if err = errors.Join(err, terr); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)

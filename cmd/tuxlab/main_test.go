@@ -5,19 +5,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"golang.org/x/crypto/bcrypt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"tuxlab/internal/apitest"
 	"tuxlab/internal/app"
 	"tuxlab/internal/auth"
-
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/store"
 	"tuxlab/internal/store/storetest"
 )
@@ -407,5 +413,145 @@ func TestDebugListener(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve returned %v", err)
+	}
+}
+
+// TestServeRemovesItsWarmPool serves with a warm pool on the real engine,
+// waits for the pool to hold a sandbox, stops the server, and checks that
+// when serve has returned the engine holds no container of the install: the
+// pool is removed before the process may exit.
+func TestServeRemovesItsWarmPool(t *testing.T) {
+	t.Parallel()
+	rt := apitest.RequireEngine(t)
+	env := testEnv(t, store.SQLite)
+	env["TUXLAB_SANDBOX_POOL_SIZE"] = "1"
+	env["DOCKER_HOST"] = os.Getenv("DOCKER_HOST")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logR, logW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
+		logW.Close()
+	}()
+	sc := bufio.NewScanner(logR)
+	waitForLog(t, sc, "serving")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	instance := setting(t, env, "sandbox_instance_id")
+	mine := map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: instance}
+	t.Cleanup(func() { removeAll(rt, mine) })
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		list, err := rt.List(context.Background(), mine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the warm pool never held a sandbox")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel() // SIGTERM
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+	if list, err := rt.List(context.Background(), mine); err != nil || len(list) != 0 {
+		t.Fatalf("containers left on the engine after serve returned: %+v %v", list, err)
+	}
+}
+
+// setting reads an install-wide setting from env's database.
+func setting(t *testing.T, env map[string]string, key string) string {
+	t.Helper()
+	dsn := env["DATABASE_URL"]
+	db, err := store.Open(context.Background(), dsn, strings.TrimPrefix(dsn, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v, err := db.Setting(context.Background(), key)
+	if err != nil || v == "" {
+		t.Fatalf("setting %s: %q %v", key, v, err)
+	}
+	return v
+}
+
+// removeAll removes the engine containers with labels, so a failed test
+// leaks nothing.
+func removeAll(rt *docker.Runtime, labels map[string]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, _ := rt.List(ctx, labels)
+	for _, in := range list {
+		rt.Remove(ctx, in.EngineID)
+	}
+}
+
+// TestAdminCommandsNeitherSeedNorAskTheEngine runs user create, content
+// export and migrate against an "engine" that records every connection: none
+// is made, and the database gains no template, module or laboratory.
+func TestAdminCommandsNeitherSeedNorAskTheEngine(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var dialled atomic.Int32
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					dialled.Add(1)
+					conn.Close()
+				}
+			}()
+			env := testEnv(t, eng)
+			env["DOCKER_HOST"] = "tcp://" + ln.Addr().String()
+			env["TUXLAB_BUNDLED_CURRICULUM"] = "true"
+			env["TUXLAB_BOOTSTRAP_ADMIN"] = "boot:boot@tuxlab.org"
+			env["TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"] = "Bootstrap-pass-1"
+			if _, errOut, err := runCmd(t, env, "S3cret-admin-pw\n", "user", "create", "--username", "root", "--email", "root@tuxlab.org", "--role", "admin"); err != nil {
+				t.Fatalf("user create: %v %s", err, errOut)
+			} else if strings.Contains(errOut, "container engine") {
+				t.Fatalf("user create spoke of the engine: %s", errOut)
+			}
+			if _, errOut, err := runCmd(t, env, "", "content", "export", filepath.Join(t.TempDir(), "export")); err != nil {
+				t.Fatalf("content export: %v %s", err, errOut)
+			}
+			if _, errOut, err := runCmd(t, env, "", "migrate"); err != nil {
+				t.Fatalf("migrate: %v %s", err, errOut)
+			}
+			if n := dialled.Load(); n != 0 {
+				t.Fatalf("the commands connected to the engine %d times", n)
+			}
+			dsn := env["DATABASE_URL"]
+			db, err := store.Open(context.Background(), dsn, strings.TrimPrefix(dsn, "sqlite:"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, table := range []string{"sandbox_templates", "modules", "labs", "exams"} {
+				var n int
+				if err := db.SQL().QueryRowContext(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil || n != 0 {
+					t.Errorf("%s: %d rows (%v), want none", table, n, err)
+				}
+			}
+			var users int
+			if err := db.SQL().QueryRowContext(context.Background(), "SELECT count(*) FROM users").Scan(&users); err != nil || users != 1 {
+				t.Errorf("users: %d (%v), want only the one created", users, err)
+			}
+		})
 	}
 }

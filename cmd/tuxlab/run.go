@@ -63,7 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-// setup loads the configuration and opens the migrated store.
+// setup loads the configuration, opens the migrated store and wires the App
+// on it: nothing is seeded, the engine is not asked, no background work runs
+// (serve calls App.Start and App.Serve for that).
 func setup(ctx context.Context, getenv func(string) string, std stdio) (config.Config, *slog.Logger, *app.App, error) {
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -102,6 +104,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, std s
 		return err
 	}
 	defer a.Close()
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
 	if *addr != "" {
 		cfg.Addr = *addr
 	}
@@ -211,13 +216,8 @@ func contentCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if len(args) != 2 || (args[0] != "import" && args[0] != "export") {
 		return errors.New("usage: tuxlab content import DIR | tuxlab content export DIR")
 	}
-	env := func(k string) string {
-		if k == "TUXLAB_BUNDLED_CURRICULUM" {
-			return "false" // this command says what to load
-		}
-		return getenv(k)
-	}
-	_, _, a, err := setup(ctx, env, std)
+	// setup wires without seeding: this command says what to load.
+	_, _, a, err := setup(ctx, getenv, std)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,10 @@ func start(t testing.TB, eng store.Engine, cfg config.Config) *Env {
 		db.Close()
 		t.Fatal(err)
 	}
+	if err := a.Start(ctx); err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(Validating(t, a.Server, a.Server.OpenAPI()))
 	t.Cleanup(func() {
 		srv.Close()

@@ -49,10 +49,11 @@ type App struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
+
+	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
 }
 
-// Open connects to the database, applies pending migrations and, on
-// PostgreSQL, listens for changes to users made by other processes.
+// Open connects to the database and applies pending migrations.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.SQLitePath())
 	if err != nil {
@@ -62,11 +63,14 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, 
 		db.Close()
 		return nil, err
 	}
-	db.ListenUsers(ctx, cfg.DatabaseURL, log)
 	return db, nil
 }
 
-// New builds an App on an open, migrated store.
+// New builds an App on an open, migrated store. It only wires: it seeds
+// nothing, asks nothing of the container engine and starts no background
+// work, so the administration commands (user create, content import and
+// export) use it as they are. A server calls Start, then Serve; every App
+// ends with Close.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB) (*App, error) {
 	a := &App{Config: cfg, Log: log, DB: db}
 	if cfg.Now != nil {
@@ -77,6 +81,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
+	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
+		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
 	a.Auth = auth.NewService(db, auth.Options{
 		Sessions:           a.Terminals,
 		Secret:             []byte(cfg.SecretKey),
@@ -87,27 +93,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
 	})
-	if cfg.BootstrapAdmin != "" {
-		username, email, _ := strings.Cut(cfg.BootstrapAdmin, ":")
-		created, err := a.Auth.EnsureAdmin(ctx, auth.NewUser{Username: username, Email: email, Password: string(cfg.BootstrapAdminPassword)})
-		if err != nil {
-			return nil, fmt.Errorf("TUXLAB_BOOTSTRAP_ADMIN: %w", err)
-		}
-		if created {
-			log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
-		}
-	}
 	a.Lessons = lesson.NewService(db, db.Activity(), cfg.Now)
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), profile.Options{
 		Log: log, Decoders: cfg.AvatarDecoders, DecodeTimeout: cfg.AvatarDecodeTimeout, Normalize: cfg.AvatarNormalize})
-	if cfg.BundledCurriculum {
-		if err := a.loadBundled(ctx); err != nil {
-			return nil, fmt.Errorf("load the bundled curriculum: %w", err)
-		}
-	}
 	a.Server = httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
@@ -116,6 +107,48 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	})
 	a.registerMetrics()
 	return a, nil
+}
+
+// Start does what a serving process does once before it serves: it listens
+// for changes to users made by other processes (PostgreSQL), seeds the
+// default sandbox templates, the first admin (TUXLAB_BOOTSTRAP_ADMIN) and the
+// bundled curriculum, and asks the container engine whether it answers; when
+// it does, it reconciles the engine with the database at once, which removes
+// what a dead process of this install left behind (its warm pool included).
+// ctx bounds the start only: nothing Start begins outlives Close.
+func (a *App) Start(ctx context.Context) error {
+	a.DB.ListenUsers(ctx, a.Config.DatabaseURL, a.Log)
+	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
+		return fmt.Errorf("seed sandbox templates: %w", err)
+	}
+	if a.Config.BootstrapAdmin != "" {
+		username, email, _ := strings.Cut(a.Config.BootstrapAdmin, ":")
+		created, err := a.Auth.EnsureAdmin(ctx, auth.NewUser{Username: username, Email: email, Password: string(a.Config.BootstrapAdminPassword)})
+		if err != nil {
+			return fmt.Errorf("TUXLAB_BOOTSTRAP_ADMIN: %w", err)
+		}
+		if created {
+			a.Log.Info("created the first admin from TUXLAB_BOOTSTRAP_ADMIN", "username", username)
+		}
+	}
+	if a.Config.BundledCurriculum {
+		if err := a.loadBundled(ctx); err != nil {
+			return fmt.Errorf("load the bundled curriculum: %w", err)
+		}
+	}
+	if a.engine == nil {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.engine.Ping(pctx); err != nil {
+		a.Log.Warn("no container engine answers: sandbox routes answer 503 until one does (install docker.io and start it, or set DOCKER_HOST)", "error", err.Error())
+		return nil
+	}
+	if err := a.Sandboxes.Reconcile(ctx); err != nil {
+		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
+	}
+	return nil
 }
 
 // loadBundled loads the embedded curriculum into a database that has none of
@@ -161,7 +194,9 @@ func (a *App) loadBundled(ctx context.Context) error {
 
 // ImportContent upserts a curriculum directory by slug: modules and themes,
 // then laboratories and exams. Every file is read and checked before anything
-// is written, so a bad file changes nothing.
+// is written, so a bad file changes nothing. Laboratories name their sandbox
+// template, so a directory with laboratories first adds the default
+// templates a database lacks (one that was never served has none).
 func (a *App) ImportContent(ctx context.Context, fsys fs.FS, progress func(format string, args ...any)) ([]string, error) {
 	labFiles, err := lab.ReadFiles(fsys)
 	if err != nil {
@@ -170,6 +205,11 @@ func (a *App) ImportContent(ctx context.Context, fsys fs.FS, progress func(forma
 	examFiles, err := exam.ReadFiles(fsys)
 	if err != nil {
 		return nil, err
+	}
+	if len(labFiles) > 0 {
+		if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
+			return nil, fmt.Errorf("the default sandbox templates: %w", err)
+		}
 	}
 	lessons, err := a.Lessons.Import(ctx, fsys, progress)
 	if err != nil {
@@ -225,8 +265,9 @@ func (a *App) registerMetrics() {
 	}, func() float64 { return float64(a.Sandboxes.WarmTotal()) }))
 }
 
-// openSandboxes sets up the sandbox service on the configured engine. A missing
-// engine is not fatal: sandbox routes answer 503 until it appears.
+// openSandboxes sets up the sandbox service on the configured engine's
+// client, without asking the engine anything: a missing engine is not fatal,
+// sandbox routes answer 503 until it appears.
 func (a *App) openSandboxes(ctx context.Context) error {
 	cfg := a.Config
 	var rt sandbox.Runtime
@@ -235,12 +276,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w (check DOCKER_HOST)", err)
 		}
-		rt = d
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := d.Ping(pctx); err != nil {
-			a.Log.Warn("no container engine answers: sandbox routes answer 503 until one does (install docker.io and start it, or set DOCKER_HOST)", "error", err.Error())
-		}
+		rt, a.engine = d, d
 	}
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
@@ -250,14 +286,20 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge, ToolsImage: cfg.SandboxToolsImage,
 	})
 	if err != nil {
+		a.closeEngine()
 		return err
 	}
-	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
-		return fmt.Errorf("seed sandbox templates: %w", err)
-	}
-	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
-		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
 	return nil
+}
+
+// closeEngine closes the engine client, if there is one.
+func (a *App) closeEngine() error {
+	if a.engine == nil {
+		return nil
+	}
+	err := a.engine.Close()
+	a.engine = nil
+	return err
 }
 
 // diskMB maps the setting (0: unbounded) to the service's option (negative: unbounded).
@@ -269,24 +311,29 @@ func diskMB(mb int) int {
 }
 
 // Background runs the periodic work (sandbox lifecycle and reconciliation,
-// the disk watch, the warm pool) until ctx ends, and returns when it has
-// stopped (the warm pool removed).
+// the disk watch, the warm pool and its heartbeat) until ctx ends, and
+// returns when it has stopped (the warm pool removed). Serve runs it; a
+// caller that runs it itself must wait for it before Close.
 func (a *App) Background(ctx context.Context) {
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
 }
 
 // Close ends the terminals still open (their processes killed; see
-// terminal.Bridge.Shutdown, waiting at most a minute) and releases the App's
-// resources.
+// terminal.Bridge.Shutdown, waiting at most a minute), then closes the
+// database and, last, the engine client. The background work must have
+// ended (Serve waits for it).
 func (a *App) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	terr := a.Terminals.Shutdown(ctx)
-	return errors.Join(terr, a.DB.Close())
+	return errors.Join(terr, a.DB.Close(), a.closeEngine())
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: in-flight
-// requests get up to grace to finish.
+// Serve serves HTTP on ln and runs the background work until ctx ends, then
+// shuts down in order: it stops accepting, lets in-flight requests finish
+// (up to grace) while it ends the terminals, then stops the background work
+// and waits for it, the warm pool's removal included. When Serve returns,
+// nothing it started runs: Close may close the database and the engine.
 func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
 		Handler:           a.Server,
@@ -298,8 +345,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 		ErrorLog:       slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	bgCtx, stopBackground := context.WithCancel(ctx)
-	defer stopBackground()
+	// The background work stops when Serve says, after the requests and
+	// the terminals, not at the signal.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var background sync.WaitGroup
+	// Runs last, whichever way Serve returns: the background work ends
+	// before the caller may close what it uses.
+	defer func() {
+		stopBackground()
+		background.Wait()
+	}()
 	if a.Config.DebugAddr != "" {
 		if err := a.serveDebug(bgCtx, a.Config.DebugAddr); err != nil {
 			return err
@@ -307,7 +362,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go a.Background(bgCtx)
+	background.Go(func() { a.Background(bgCtx) })
 	a.Log.Info("serving", "addr", ln.Addr().String(), "version", Version)
 	select {
 	case err := <-errc:
@@ -326,6 +381,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	var terr error
 	terminals.Go(func() { terr = a.Terminals.Shutdown(sctx) })
 	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close() // the grace is over: the connections still open are cut
+	}
 	terminals.Wait()
 	if err = errors.Join(err, terr); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
@@ -333,6 +391,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, grace time.Duration) e
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	a.Log.Info("shutting down: stopping the background work and removing the warm pool")
+	stopBackground()
+	background.Wait()
 	a.Log.Info("stopped")
 	return nil
 }

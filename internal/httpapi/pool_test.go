@@ -150,43 +150,69 @@ func TestWarmPool(t *testing.T) {
 	}, func(c *config.Config) { c.SandboxPoolSize, c.SandboxMaxRunning = 1, 1 })
 }
 
-// TestWarmPoolLeftovers: reconciliation removes a pool container a dead
-// process left (older than twice the pool's maximum age) and leaves a young
-// one of another process alone.
-func TestWarmPoolLeftovers(t *testing.T) {
+// TestWarmPoolOfADeadProcess: a process that starts removes at once the pool
+// containers a dead process of the install left (no heartbeat, or one that
+// stopped), however young, and leaves a live replica's pool alone.
+func TestWarmPoolOfADeadProcess(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	docker, err := client.New(client.FromEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer docker.Close()
-	tpl := busyboxTemplate(t, e)
-	ctx := context.Background()
-	poolEntry := func(since time.Time) string {
-		res, err := docker.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Config: &container.Config{Image: apitest.TestImage, Cmd: []string{"true"}, Labels: map[string]string{
-				sandbox.LabelManaged: "true", sandbox.LabelInstance: e.App.Sandboxes.Instance(),
-				sandbox.LabelPool: strconv.FormatInt(tpl, 10), sandbox.LabelPoolOwner: "elsewhere",
-				sandbox.LabelPoolVersion: "x", sandbox.LabelPoolSince: since.UTC().Format(time.RFC3339),
-			}},
-			HostConfig: &container.HostConfig{NetworkMode: "none"},
-		})
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		docker, err := client.New(client.FromEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.ID
-	}
-	dead, alive := poolEntry(time.Now().Add(-3*time.Hour)), poolEntry(time.Now())
-	if err := e.App.Sandboxes.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	left := poolOf(t, docker, e, tpl)
-	if _, ok := left[dead]; ok {
-		t.Fatal("a dead process's pool container survived reconciliation")
-	}
-	if _, ok := left[alive]; !ok || len(left) != 1 {
-		t.Fatalf("another process's young pool container was removed: %v", left)
-	}
+		defer docker.Close()
+		tpl := busyboxTemplate(t, e)
+		ctx := context.Background()
+		poolEntry := func(owner string) string {
+			res, err := docker.ContainerCreate(ctx, client.ContainerCreateOptions{
+				Config: &container.Config{Image: apitest.TestImage, Cmd: []string{"sleep", "600"}, Labels: map[string]string{
+					sandbox.LabelManaged: "true", sandbox.LabelInstance: e.App.Sandboxes.Instance(),
+					sandbox.LabelPool: strconv.FormatInt(tpl, 10), sandbox.LabelPoolOwner: owner,
+					sandbox.LabelPoolVersion: "x", sandbox.LabelPoolSince: time.Now().UTC().Format(time.RFC3339),
+				}},
+				HostConfig: &container.HostConfig{NetworkMode: "none"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := docker.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return res.ID
+		}
+		// A live replica with a warm pool.
+		live := e.Replica(func(c *config.Config) { c.SandboxPoolSize = 1 })
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); live.App.Background(bctx) }()
+		defer func() { cancel(); <-done }()
+		eventually(t, time.Minute, "the live replica's warm sandbox", func() bool { return live.App.Sandboxes.Warm(tpl) == 1 })
+		livePool := poolOf(t, docker, e, tpl)
+		// A process killed without a word, and one whose heartbeat stopped.
+		if err := e.DB.SetSetting(ctx, "pool_heartbeat:stopped", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)); err != nil {
+			t.Fatal(err)
+		}
+		killed, stopped := poolEntry("killed"), poolEntry("stopped")
+
+		// A process of the install starts.
+		e.Replica()
+		left := poolOf(t, docker, e, tpl)
+		for name, id := range map[string]string{"killed": killed, "stopped": stopped} {
+			if _, ok := left[id]; ok {
+				t.Errorf("the pool container of the %s process survived a start", name)
+			}
+		}
+		for id := range livePool {
+			if _, ok := left[id]; !ok {
+				t.Errorf("a start removed the live replica's warm sandbox %s", id)
+			}
+		}
+		if len(left) != len(livePool) || live.App.Sandboxes.Warm(tpl) != 1 {
+			t.Fatalf("after a start: %v, live pool %v", left, livePool)
+		}
+		if v, err := e.DB.Setting(ctx, "pool_heartbeat:stopped"); err != nil || v != "" {
+			t.Fatalf("the dead process's heartbeat stayed: %q %v", v, err)
+		}
+	})
 }

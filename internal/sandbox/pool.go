@@ -20,9 +20,17 @@ import (
 // becomes a learner's when Create writes its engine id into the learner's new
 // row. Each process fills its own pool (labelled with the process's owner id),
 // so replicas sharing an engine never hand out the same container; a process
-// replaces entries older than PoolMaxAge and removes its pool when it stops,
-// and any process's reconciliation removes pool containers older than twice
-// that age, which only a process that died could leave behind.
+// replaces entries older than PoolMaxAge and removes its pool when it stops.
+//
+// A process that dies (kill -9, a crash, a lost host) cannot remove its pool,
+// so every process with a pool keeps a heartbeat: a settings row
+// (poolHeartbeatKey) stamped every poolHeartbeat, and deleted once its pool is
+// removed on a clean stop. Reconciliation, which runs when a process starts
+// and then every reconcile interval, removes the unclaimed pool containers
+// whose owner has no heartbeat row or one older than poolOwnerDeadAfter: a
+// live replica's pool is left alone, a dead process's goes within a minute or
+// two of its death. The rule assumes the replicas' clocks agree to within a
+// few seconds (NTP).
 //
 // Templates with a network are not pooled: their sandboxes join the learner's
 // own network, which is not known before the learner asks.
@@ -277,7 +285,12 @@ func (s *Service) addPooled(ctx context.Context, rt Runtime, t *Template) error 
 	spec.Labels[LabelPoolOwner] = s.pool.owner
 	spec.Labels[LabelPoolVersion] = templateVersion(t)
 	spec.Labels[LabelPoolSince] = now.Format(time.RFC3339)
-	id, err := rt.Create(ctx, spec)
+	// A stop does not cut the creation short: the engine may finish a
+	// creation its caller gave up on, leaving a container whose id nobody
+	// knows. Once the id is known, a stop is checked for (by Start).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	id, err := rt.Create(cctx, spec)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -343,16 +356,93 @@ func (s *Service) removeEngine(ctx context.Context, rt Runtime, engineID string)
 	}
 }
 
-// pooledLeftover reports whether an engine container without a row is a
-// pool entry that no living process will use: made more than twice
-// PoolMaxAge ago (a living process replaces its entries at PoolMaxAge). A
-// younger pool entry is some process's, and is left alone.
-func (s *Service) pooledLeftover(in Instance) (pool, leftover bool) {
-	if in.Labels[LabelPool] == "" {
-		return false, false
+// How often a process with a warm pool says it is alive, and how long after
+// its last heartbeat it is taken for dead.
+const (
+	poolHeartbeat      = 10 * time.Second
+	poolOwnerDeadAfter = 3 * poolHeartbeat
+)
+
+// poolHeartbeatKey is the settings key of a pool owner's heartbeat.
+func poolHeartbeatKey(owner string) string { return "pool_heartbeat:" + owner }
+
+// beat records that this process, and so its pool, is alive.
+func (s *Service) beat(ctx context.Context) {
+	if err := s.store.SetSetting(ctx, poolHeartbeatKey(s.pool.owner), s.now().Format(time.RFC3339Nano)); err != nil && ctx.Err() == nil {
+		s.opt.Log.Warn("warm pool heartbeat: other processes may take this one's pool for a dead process's", "error", err.Error())
 	}
-	since, err := time.Parse(time.RFC3339, in.Labels[LabelPoolSince])
-	return true, err != nil || s.now().Sub(since) > 2*s.opt.PoolMaxAge
+}
+
+// heartbeat beats every poolHeartbeat until ctx ends.
+func (s *Service) heartbeat(ctx context.Context) {
+	tick := time.NewTicker(poolHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.beat(ctx)
+		}
+	}
+}
+
+// endHeartbeat deletes this process's heartbeat, once its pool is removed.
+func (s *Service) endHeartbeat(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.store.DeleteSetting(ctx, poolHeartbeatKey(s.pool.owner)); err != nil {
+		s.opt.Log.Warn("warm pool heartbeat: could not delete it", "error", err.Error())
+	}
+}
+
+// poolOwners answers whether the processes owning pool containers are
+// alive, asking the store once per owner: this process is; another is when
+// its heartbeat is younger than poolOwnerDeadAfter.
+type poolOwners struct {
+	s     *Service
+	alive map[string]bool
+}
+
+// isAlive reports whether owner's process is alive.
+func (o *poolOwners) isAlive(ctx context.Context, owner string) (bool, error) {
+	if owner == o.s.pool.owner {
+		return true, nil
+	}
+	if ok, known := o.alive[owner]; known {
+		return ok, nil
+	}
+	v, err := o.s.store.Setting(ctx, poolHeartbeatKey(owner))
+	if err != nil {
+		return false, err
+	}
+	at, perr := time.Parse(time.RFC3339Nano, v)
+	ok := owner != "" && perr == nil && o.s.now().Sub(at) < poolOwnerDeadAfter
+	o.alive[owner] = ok
+	return ok, nil
+}
+
+// forgetDead deletes the heartbeat rows of the dead owners met.
+func (o *poolOwners) forgetDead(ctx context.Context) {
+	for owner, ok := range o.alive {
+		if !ok && owner != "" {
+			if err := o.s.store.DeleteSetting(ctx, poolHeartbeatKey(owner)); err != nil {
+				o.s.opt.Log.Warn("could not delete a dead warm pool's heartbeat", "owner", owner, "error", err.Error())
+			}
+		}
+	}
+}
+
+// pooledLeftover reports whether an engine container without a row is a
+// pool entry, and whether it is one that no living process will use: its
+// owner's heartbeat stopped (see poolHeartbeat). A live owner's entry is
+// left alone.
+func (s *Service) pooledLeftover(ctx context.Context, owners *poolOwners, in Instance) (pool, leftover bool, err error) {
+	if in.Labels[LabelPool] == "" {
+		return false, false, nil
+	}
+	alive, err := owners.isAlive(ctx, in.Labels[LabelPoolOwner])
+	return true, !alive, err
 }
 
 // runPool keeps the pool filled until ctx ends, then drains it.

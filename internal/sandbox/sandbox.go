@@ -238,7 +238,11 @@ type Store interface {
 	UpdateContainerOfUser(ctx context.Context, id int64, change func(c *Container, others []*Container, runningOnHost int) error) (*Container, error)
 	DeleteContainer(ctx context.Context, id int64) error
 	CountRunning(ctx context.Context) (int, error)
-	// Setting and SetSetting keep install-wide values, such as the instance id.
+	// Setting, SetSettingIfAbsent, SetSetting and DeleteSetting keep
+	// install-wide values, such as the instance id and the warm pools'
+	// heartbeats.
 	Setting(ctx context.Context, key string) (string, error)
 	SetSettingIfAbsent(ctx context.Context, key, value string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
+	DeleteSetting(ctx context.Context, key string) error
 }

@@ -773,11 +773,25 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	}
 	var errList []error
 	listed := make(map[string]Instance, len(instances))
+	owners := &poolOwners{s: s, alive: map[string]bool{}}
+	defer owners.forgetDead(ctx)
 	for _, in := range instances {
 		listed[in.EngineID] = in
 		if byEngine[in.EngineID] == nil {
-			if pool, leftover := s.pooledLeftover(in); pool && !leftover {
-				continue // a warm sandbox in some process's pool
+			pool, leftover, err := s.pooledLeftover(ctx, owners, in)
+			if err != nil {
+				errList = append(errList, err)
+				continue // whose it is is not known: left for the next pass
+			}
+			if pool && !leftover {
+				continue // a warm sandbox in a live process's pool
+			}
+			if pool {
+				s.opt.Log.Info("removing a warm sandbox whose process is gone", "engine_id", in.EngineID, "owner", in.Labels[LabelPoolOwner])
+				if err := rt.Remove(ctx, in.EngineID); err != nil && !errors.Is(err, ErrGone) {
+					errList = append(errList, err)
+				}
+				continue
 			}
 			// A row may still be creating this container: give it a grace period.
 			if id, err := strconv.ParseInt(in.Labels[LabelContainer], 10, 64); err == nil {
@@ -827,24 +841,28 @@ func (s *Service) Reconcile(ctx context.Context) error {
 // Run reconciles at once and then sweeps and reconciles every interval until
 // ctx ends, checks once that sandbox networks reach nothing on the host
 // (CheckIsolation), watches sandboxes' disk use every DiskCheckInterval, and
-// keeps the warm pool filled. Failures are logged; the loops go on. Run returns once
-// every loop has ended and the warm pool is removed.
+// keeps the warm pool filled, with its heartbeat. Failures are logged; the
+// loops go on. Run returns once every loop has ended, the warm pool is
+// removed and its heartbeat deleted: the caller may then close the store and
+// the engine client.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	if s.runtime != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.watchDisk(ctx, s.opt.DiskCheckInterval)
-		}()
-		if s.opt.PoolSize > 0 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.runPool(ctx)
-			}()
+	pooling := s.runtime != nil && s.opt.PoolSize > 0
+	defer func() {
+		wg.Wait()
+		if pooling {
+			s.endHeartbeat(ctx)
 		}
+	}()
+	if s.runtime != nil {
+		wg.Go(func() { s.watchDisk(ctx, s.opt.DiskCheckInterval) })
+	}
+	if pooling {
+		// Alive before the first pool container exists, so no other process
+		// takes it for a dead one's.
+		s.beat(ctx)
+		wg.Go(func() { s.heartbeat(ctx) })
+		wg.Go(func() { s.runPool(ctx) })
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

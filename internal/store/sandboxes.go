@@ -334,3 +334,15 @@ func (s *DB) SetSettingIfAbsent(ctx context.Context, key, value string) (string,
 	}
 	return s.Setting(ctx, key)
 }
+
+// SetSetting stores value under key, replacing what is there.
+func (s *DB) SetSetting(ctx context.Context, key, value string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	return err
+}
+
+// DeleteSetting removes key, if it is there.
+func (s *DB) DeleteSetting(ctx context.Context, key string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM settings WHERE key = $1`, key)
+	return err
+}

@@ -18,11 +18,16 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"tuxlab/internal/ttyrelay"
 )
 
 func main() {
-	// One thread runs Go code: a sandbox near its pid limit has few to spare.
+	// Every thread counts against the sandbox's pid limit: one runs Go code
+	// (tuxlab also starts the relay with GOMAXPROCS=1, so the runtime makes
+	// no more to begin with), and the terminal is read and written through
+	// the runtime's poller, not by threads blocked in read(2).
 	runtime.GOMAXPROCS(1)
 	if len(os.Args) < 4 {
 		fmt.Fprintln(os.Stderr, "usage: tuxlab-tty COLS ROWS SHELL [ARG...]")
@@ -38,8 +43,19 @@ func main() {
 	// The shell gets the environment without tuxlab's own variables: the
 	// relay carries the mark, the learner's processes do not.
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, ttyrelay.HangupEnv+"=") || strings.HasPrefix(kv, ttyrelay.MarkEnv+"=")
+		return strings.HasPrefix(kv, ttyrelay.HangupEnv+"=") || strings.HasPrefix(kv, ttyrelay.MarkEnv+"=") ||
+			strings.HasPrefix(kv, "GOMAXPROCS=")
 	})
+	in, out := pollable(0, "stdin"), pollable(1, "stdout")
 	os.Exit(ttyrelay.Run(ttyrelay.Config{Cols: uint16(cols), Rows: uint16(rows), Argv: os.Args[3:], Env: env,
-		Token: token, Log: os.Stderr}, os.Stdin, os.Stdout))
+		Token: token, Log: os.Stderr}, in, out))
+}
+
+// pollable returns fd as a File the runtime polls, in non-blocking mode, or
+// os.Stdin or os.Stdout as they are if that fails.
+func pollable(fd int, name string) *os.File {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return map[int]*os.File{0: os.Stdin, 1: os.Stdout}[fd]
+	}
+	return os.NewFile(uintptr(fd), name)
 }

@@ -51,8 +51,10 @@ func (s *Service) openShell(ctx context.Context, rt Runtime, t *Template, c *Con
 	m, token := newMark(), newMark()
 	sess, err := rt.Exec(ctx, c.EngineID, ExecSpec{Cmd: sizedShell(t.Shell, cols, rows), User: t.User, TTY: true, Cols: cols, Rows: rows,
 		// A login program would set USER and LOGNAME; the engine sets only
-		// HOME. The relay keeps the mark and the token from the shell.
-		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env(), ttyrelay.HangupEnv + "=" + string(token)}})
+		// HOME. The relay keeps the mark, the token and GOMAXPROCS (fewer
+		// threads: each counts against the pid limit) from the shell.
+		Env: []string{"TERM=xterm-256color", "USER=" + t.User, "LOGNAME=" + t.User, m.env(), ttyrelay.HangupEnv + "=" + string(token),
+			"GOMAXPROCS=1"}})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,6 @@ package ttyrelay
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,6 +118,8 @@ func (r *relay) run() (int, error) {
 	// the shell's terminal.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGWINCH, syscall.SIGINT, syscall.SIGQUIT)
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
 
 	setSize(int(r.in.Fd()), r.cfg.Cols, r.cfg.Rows) // engines before API 1.42 ignore an exec's size
@@ -140,7 +141,7 @@ func (r *relay) run() (int, error) {
 		return ExitFailed, fmt.Errorf("start %s: %w", r.cfg.Argv[0], err)
 	}
 	slave.Close() // the shell has it; the master reads EIO once nobody does
-	go r.waitShell()
+	go r.waitShell(sigchld)
 
 	if _, err := r.out.Write(ReadyMarker); err != nil {
 		r.requestHangup("output closed")
@@ -184,22 +185,28 @@ func (r *relay) requestHangup(why string) {
 
 func (r *relay) closeMaster() { r.closeOnce.Do(func() { r.master.Close() }) }
 
-// waitShell reaps the shell and keeps its exit code.
-func (r *relay) waitShell() {
-	err := r.shell.Wait()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		r.exitCode = 0
-	case errors.As(err, &ee):
-		r.exitCode = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// waitShell reaps the shell and keeps its exit code. It waits for SIGCHLD
+// and then reaps without blocking: a thread blocked in wait(2) would be one
+// more task counted against the sandbox's pid limit.
+func (r *relay) waitShell(sigchld <-chan os.Signal) {
+	pid := r.shell.Process.Pid
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		switch {
+		case err != nil && err != unix.EINTR:
+			r.exitCode = ExitFailed
+		case got != pid:
+			<-sigchld
+			continue
+		case ws.Signaled():
 			r.exitCode = 128 + int(ws.Signal())
+		default:
+			r.exitCode = ws.ExitStatus()
 		}
-	default:
-		r.exitCode = ExitFailed
+		close(r.shellDone)
+		return
 	}
-	close(r.shellDone)
 }
 
 // hangUp hangs the inner terminal up and makes sure the shell ends.
@@ -209,7 +216,7 @@ func (r *relay) hangUp() {
 	case <-r.shellDone:
 	case <-time.After(r.cfg.Grace):
 		fmt.Fprintf(r.cfg.Log, "tuxlab-tty: the shell outlived its hang-up by %s: killed\n", r.cfg.Grace)
-		r.shell.Process.Kill()
+		unix.Kill(r.shell.Process.Pid, unix.SIGKILL) // not yet reaped: the pid is still the shell's
 		<-r.shellDone
 	}
 	r.watchSession()

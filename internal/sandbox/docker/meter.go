@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,6 +254,8 @@ func (r *Runtime) runInMeter(ctx context.Context, meterID string, cmd []string, 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
+	// Each use is marked, so the helper knows it is still wanted (meterCmd).
+	cmd = append([]string{"/bin/sh", "-c", `: > /run/used; exec "$@"`, "meter"}, cmd...)
 	code, err := r.Run(ctx, meterID, sandbox.ExecSpec{Cmd: cmd, User: "0", Dir: "/"}, stdin,
 		&limitedWriter{b: &out, n: 1 << 20}, &limitedWriter{b: &errOut, n: 4 << 10})
 	if err != nil {
@@ -366,9 +369,9 @@ func (r *Runtime) setUpMeter(ctx context.Context) (root, id string, err error) {
 	return "", "", errors.New("the helper container " + meterName + " keeps changing")
 }
 
-// meterCurrent reports whether the helper c runs today's image over root.
+// meterCurrent reports whether the helper c runs today's image and command over root.
 func meterCurrent(c container.InspectResponse, root string) bool {
-	if c.Config == nil || c.Config.Image != meterImage() || c.HostConfig == nil {
+	if c.Config == nil || c.Config.Image != meterImage() || !slices.Equal(c.Config.Cmd, meterCmd) || c.HostConfig == nil {
 		return false
 	}
 	for _, b := range c.HostConfig.Binds {
@@ -379,9 +382,23 @@ func meterCurrent(c container.InspectResponse, root string) bool {
 	return false
 }
 
+// meterIdle is how long the helper waits unused before it ends, removing
+// itself (AutoRemove): while a tuxlab process watches, it measures every few
+// seconds; once none does, nothing of tuxlab keeps running on the engine.
+const meterIdle = 10 * time.Minute
+
+// meterCmd is the helper's command: it exits once /run/used, touched by
+// every use (runInMeter), is older than meterIdle.
+var meterCmd = []string{"/bin/sh", "-c", `trap 'exit 0' TERM INT; : > /run/used
+while sleep 30 & wait $!; do
+  [ $(( $(date +%s) - $(stat -c %Y /run/used) )) -lt ` + strconv.Itoa(int(meterIdle.Seconds())) + ` ] || exit 0
+done`}
+
 // createMeter makes the helper: the host's process namespace, the engine's
 // data root read-only, two capabilities to read what those show, nothing
-// else (no network, a read-only root, limits); it restarts with the engine.
+// else (no network, a read-only root but for a small /run, limits). It
+// removes itself once unused for meterIdle, and after an engine restart;
+// the next measure makes it again.
 func (r *Runtime) createMeter(ctx context.Context, root string) (string, error) {
 	init := true
 	pids := int64(64)
@@ -389,7 +406,7 @@ func (r *Runtime) createMeter(ctx context.Context, root string) (string, error) 
 		Name: meterName,
 		Config: &container.Config{
 			Image: meterImage(), User: "0",
-			Cmd:    []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"},
+			Cmd:    meterCmd,
 			Labels: map[string]string{sandbox.LabelManaged: meterManaged},
 		},
 		HostConfig: &container.HostConfig{
@@ -399,8 +416,9 @@ func (r *Runtime) createMeter(ctx context.Context, root string) (string, error) 
 			CapAdd:         []string{"DAC_READ_SEARCH", "SYS_PTRACE"},
 			SecurityOpt:    []string{"no-new-privileges:true"},
 			ReadonlyRootfs: true,
+			Tmpfs:          map[string]string{"/run": "size=64k"},
 			Init:           &init,
-			RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
+			AutoRemove:     true,
 			LogConfig:      container.LogConfig{Type: "none"},
 			Resources:      container.Resources{Memory: 128 << 20, MemorySwap: 128 << 20, NanoCPUs: 500_000_000, PidsLimit: &pids},
 		},

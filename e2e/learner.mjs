@@ -216,6 +216,11 @@ await step("a stopped sandbox starts again; a dropped socket reconnects", async 
 await step("check a laboratory task before and after solving it", async () => {
   await page.click('.lab-link a[href^="/labs/"]');
   await page.waitForSelector(".lab h1");
+  // The lab's Markdown arrives rendered by the server (description_html and
+  // the tasks' description_html and hint_html): lists and code, not raw text.
+  expect(await page.$$eval(".lab > .prose code, .lab > .prose li", (els) => els.length) > 0, "the lab's description is not rendered Markdown");
+  expect(await page.$$eval(".tasks .task > .prose p", (els) => els.length) > 0, "the tasks' descriptions are not rendered Markdown");
+  expect(await page.$$eval(".tasks .task details .prose", (els) => els.length) > 0, "no task hint rendered from hint_html");
   await shot("lab");
   await page.click("text=Start the laboratory");
   await connected();
@@ -249,6 +254,7 @@ await step("take an exam against its timer", async () => {
   await shot("exams");
   await page.click(".cards .card h2 a");
   await page.waitForSelector(".exam h1");
+  expect(await page.$$eval(".exam > .prose li", (els) => els.length) > 0, "the exam's description is not rendered Markdown");
   await page.click("text=Start the exam");
   await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
   // The bundled first exam has practical questions: the attempt gets a fresh
@@ -263,6 +269,8 @@ await step("take an exam against its timer", async () => {
   await page.click('form.questions button[type="submit"]');
   await page.waitForSelector(".score");
   expect(/Your score: \d+%/.test(await page.textContent(".score")), "no score after submitting");
+  expect(await page.$$eval(".question > .prose p", (els) => els.length) > 0, "the prompts are not rendered Markdown");
+  expect(await page.$$eval(".q-result .prose p", (els) => els.length) > 0, "no explanation rendered from explanation_html");
   await shot("exam-results");
 });
 

@@ -7,9 +7,10 @@
 #   ./scripts/build-images.sh tools           # tuxlab/sandbox-tools:latest   (seconds; every sandbox needs it)
 #   ./scripts/build-images.sh --force all     # rebuild even if present and up to date
 #
-# Every image is labelled org.tuxlab.recipe=<first 16 hex digits of this file's
-# sha256>; an image with another recipe label (an older script) is rebuilt. The
-# tools image's recipe also covers the sources of the Go programs it carries.
+# Every image is labelled org.tuxlab.recipe=<first 16 hex digits of a sha256 of
+# this file and of scripts/image-fixtures/>; an image with another recipe label
+# (an older script or other fixtures) is rebuilt. The tools image's recipe also
+# covers the sources of the Go programs it carries.
 #
 # Root filesystems are assembled on this machine (Debian's busybox-static and
 # bash-static packages; debootstrap from the Debian mirror apt is configured
@@ -55,13 +56,21 @@ say() { printf '==> %s\n' "$*"; }
 warn() { printf '==> WARNING: %s\n' "$*" >&2; }
 die() { printf '==> ERROR: %s\n' "$*" >&2; exit 1; }
 
-# What the images are made of is all in this file (packages, the files it
-# writes, the build steps): its hash is the recipe every image is labelled with.
-RECIPE=$(sha256sum "${BASH_SOURCE[0]}" 2>/dev/null | cut -c1-16) || true
-[ ${#RECIPE} = 16 ] || die "cannot compute the sha256 of ${BASH_SOURCE[0]} (sha256sum, from coreutils, is needed)"
+# What the images are made of is this file (packages, the files it writes, the
+# build steps) and the files it copies in from FIXTURES: their hash is the
+# recipe every image is labelled with.
+FIXTURES=$REPO/scripts/image-fixtures
+recipe() {
+	{
+		sha256sum <"${BASH_SOURCE[0]}"
+		cd "$FIXTURES" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+	} | sha256sum | cut -c1-16
+}
+RECIPE=$(recipe 2>/dev/null) || true
+[ ${#RECIPE} = 16 ] || die "cannot hash ${BASH_SOURCE[0]} and $FIXTURES (sha256sum, from coreutils, is needed)"
 
 usage() {
-	sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
 }
 
@@ -355,376 +364,21 @@ EOF
 
 # ---------------------------------------------------------------- sample logs
 # Made-up logs of one day (20 November 2024, UTC) of a web server "web01", for
-# the text-processing and troubleshooting lessons. Generated with a fixed seed
-# and bash's own integer arithmetic (no awk rand(), which differs between awks),
-# so every build writes the same bytes. Addresses are from the documentation
-# ranges only (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24: RFC 5737).
-LOG_SEED=20241120
-LOG_YEAR=2024
+# the text-processing and troubleshooting lessons, with a README saying so.
+# They are committed files (scripts/image-fixtures/tuxlab-samples), copied in
+# as they are: every build writes the same bytes, and the recipe covers them.
+SAMPLE_LOGS=$FIXTURES/tuxlab-samples
 
-# rnd N: R = a pseudo-random number in 0..N-1 (an LCG; no subshell, so the state carries on).
-rnd() {
-	LOG_SEED=$(((LOG_SEED * 1103515245 + 12345) % 2147483648))
-	R=$(((LOG_SEED >> 16) % $1))
-}
-# pick NAME: P = a random element of array NAME.
-pick() {
-	local -n _arr=$1
-	rnd "${#_arr[@]}"
-	P=${_arr[R]}
-}
-# Timestamps from T, seconds since 2024-11-20 00:00:00 UTC.
-ts_syslog() { printf -v TS 'Nov %2d %02d:%02d:%02d' $((20 + T / 86400)) $((T / 3600 % 24)) $((T / 60 % 60)) $((T % 60)); }
-ts_nginx() { printf -v TS '%02d/Nov/%d:%02d:%02d:%02d +0000' $((20 + T / 86400)) "$LOG_YEAR" $((T / 3600 % 24)) $((T / 60 % 60)) $((T % 60)); }
-ts_iso() {
-	rnd 1000
-	printf -v TS '%d-11-%02dT%02d:%02d:%02d.%03dZ' "$LOG_YEAR" $((20 + T / 86400)) $((T / 3600 % 24)) $((T / 60 % 60)) $((T % 60)) "$R"
-}
-
-# shellcheck disable=SC2034 # the arrays are read through pick's nameref
-gen_auth_log() {
-	local n=0 pid=2100 sess=40 port ip user last_cron=-1 alice=0
-	local -a bad_users=(admin test oracle ubuntu guest postgres ftpuser pi git support)
-	local -a attackers=(203.0.113.7 203.0.113.7 203.0.113.7 203.0.113.45 198.51.100.23 198.51.100.77)
-	local -a deploy_cmds=("/usr/bin/systemctl restart nginx" "/usr/bin/systemctl status nginx"
-		"/usr/bin/apt-get update" "/usr/bin/tail -n 50 /var/log/nginx/error.log" "/usr/bin/journalctl -u nginx --since today")
-	local -a alice_cmds=("/usr/bin/less /var/log/syslog" "/usr/bin/du -sh /var/log" "/usr/bin/find /var/log -size +10M")
-	T=$((6 * 3600 + 2))
-	line() { ts_syslog; printf '%s web01 %s\n' "$TS" "$1"; n=$((n + 1)); }
-	while [ "$n" -lt 200 ]; do
-		rnd 600; T=$((T + 30 + R))
-		# cron's hourly job at minute 17, as Debian's /etc/crontab has it
-		if [ $((T / 60 % 60)) -ge 17 ] && [ $((T / 60 % 60)) -lt 22 ] && [ "$last_cron" != $((T / 3600)) ]; then
-			last_cron=$((T / 3600)); pid=$((pid + 7))
-			line "CRON[$pid]: pam_unix(cron:session): session opened for user root(uid=0) by (uid=0)"
-			T=$((T + 1))
-			line "CRON[$pid]: pam_unix(cron:session): session closed for user root"
-			continue
-		fi
-		rnd 20; pid=$((pid + 3 + R))
-		rnd 100; port=$((32768 + R * 300 + pid % 300))
-		rnd 10
-		case $R in
-		0 | 1 | 2 | 3) # password guessing for accounts that do not exist
-			pick attackers; ip=$P; pick bad_users; user=$P
-			line "sshd[$pid]: Invalid user $user from $ip port $port"
-			line "sshd[$pid]: Failed password for invalid user $user from $ip port $port ssh2"
-			line "sshd[$pid]: Connection closed by invalid user $user $ip port $port [preauth]"
-			;;
-		4) # and for root
-			pick attackers; ip=$P
-			line "sshd[$pid]: Failed password for root from $ip port $port ssh2"
-			rnd 2
-			if [ "$R" = 0 ]; then
-				line "sshd[$pid]: Failed password for root from $ip port $port ssh2"
-				line "sshd[$pid]: error: maximum authentication attempts exceeded for root from $ip port $port ssh2 [preauth]"
-				line "sshd[$pid]: Disconnecting authenticating user root $ip port $port: Too many authentication failures [preauth]"
-			else
-				line "sshd[$pid]: Connection closed by authenticating user root $ip port $port [preauth]"
-			fi
-			;;
-		5 | 6) # deploy logs in with its key and uses sudo
-			sess=$((sess + 1))
-			line "sshd[$pid]: Accepted publickey for deploy from 192.0.2.10 port $port ssh2: ED25519 SHA256:9s3bM2QeX1oGk7cR0uLr5yVt8wZpNfHaJdEiK4mCq6U"
-			line "sshd[$pid]: pam_unix(sshd:session): session opened for user deploy(uid=1001) by (uid=0)"
-			line "systemd-logind[512]: New session $sess of user deploy."
-			pick deploy_cmds
-			T=$((T + 15))
-			line "sudo:   deploy : TTY=pts/0 ; PWD=/home/deploy ; USER=root ; COMMAND=$P"
-			line "sudo: pam_unix(sudo:session): session opened for user root(uid=0) by deploy(uid=1001)"
-			line "sudo: pam_unix(sudo:session): session closed for user root"
-			rnd 300; T=$((T + 60 + R))
-			line "sshd[$pid]: Received disconnect from 192.0.2.10 port $port:11: disconnected by user"
-			line "sshd[$pid]: Disconnected from user deploy 192.0.2.10 port $port"
-			line "sshd[$pid]: pam_unix(sshd:session): session closed for user deploy"
-			line "systemd-logind[512]: Session $sess logged out. Waiting for processes to exit."
-			line "systemd-logind[512]: Removed session $sess."
-			;;
-		7) # alice logs in with a password; her sudo does not always go well
-			sess=$((sess + 1)) alice=$((alice + 1))
-			line "sshd[$pid]: Accepted password for alice from 192.0.2.25 port $port ssh2"
-			line "sshd[$pid]: pam_unix(sshd:session): session opened for user alice(uid=1002) by (uid=0)"
-			line "systemd-logind[512]: New session $sess of user alice."
-			pick alice_cmds
-			T=$((T + 40))
-			if [ "$alice" = 2 ]; then # her second session: the wrong password, three times
-				P="/usr/bin/cat /etc/shadow"
-				line "sudo: pam_unix(sudo:auth): authentication failure; logname=alice uid=1002 euid=0 tty=/dev/pts/1 ruser=alice rhost=  user=alice"
-				line "sudo:    alice : 3 incorrect password attempts ; TTY=pts/1 ; PWD=/home/alice ; USER=root ; COMMAND=$P"
-			else
-				line "sudo:    alice : TTY=pts/1 ; PWD=/home/alice ; USER=root ; COMMAND=$P"
-				line "sudo: pam_unix(sudo:session): session opened for user root(uid=0) by alice(uid=1002)"
-				line "sudo: pam_unix(sudo:session): session closed for user root"
-			fi
-			;;
-		*) # scanners that give up before authenticating
-			pick attackers; ip=$P
-			rnd 2
-			if [ "$R" = 0 ]; then
-				line "sshd[$pid]: Connection closed by $ip port $port [preauth]"
-			else
-				line "sshd[$pid]: Received disconnect from $ip port $port:11: Bye Bye [preauth]"
-				line "sshd[$pid]: Disconnected from $ip port $port [preauth]"
-			fi
-			;;
-		esac
-	done
-	unset -f line
-}
-
-# shellcheck disable=SC2034 # the arrays are read through pick's nameref
-gen_syslog() {
-	local n=0 pid=3000 hour=-1 up oom_done='' certbot_done='' api=1042
-	local -a units=("apt-daily.service - Daily apt download activities" "man-db.service - Daily man-db regeneration"
-		"logrotate.service - Rotate log files" "e2scrub_all.service - Online ext4 Metadata Check for All Filesystems"
-		"systemd-tmpfiles-clean.service - Cleanup of Temporary Directories" "phpsessionclean.service - Clean php session files")
-	local -a ports=(23 22 3389 445 8080 5900 1433)
-	local -a blocked=(203.0.113.7 203.0.113.45 198.51.100.77 198.51.100.23)
-	T=$((5 * 3600 + 59 * 60 + 58))
-	line() { ts_syslog; printf '%s web01 %s\n' "$TS" "$1"; n=$((n + 1)); }
-	# a boot
-	line "kernel: [    0.000000] Linux version 6.1.0-27-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.115-1 (2024-11-01)"
-	line "kernel: [    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-6.1.0-27-amd64 root=UUID=3f1c2b7e-5a4d-4e8f-9b0a-1c2d3e4f5a6b ro quiet"
-	line "kernel: [    0.004211] DMI: QEMU Standard PC (i440FX + PIIX, 1996), BIOS 1.16.2-debian-1.16.2-1 04/01/2014"
-	line "kernel: [    0.112408] Memory: 2006412K/2096696K available (14336K kernel code, 2332K rwdata)"
-	line "kernel: [    1.284551] EXT4-fs (vda1): mounted filesystem with ordered data mode. Quota mode: none."
-	line "kernel: [    2.019377] virtio_net virtio1 ens3: renamed from eth0"
-	T=$((T + 3))
-	line "systemd[1]: systemd 252.31-1~deb12u1 running in system mode (+PAM +AUDIT +SELINUX +APPARMOR +IMA +SMACK +SECCOMP +GCRYPT -GNUTLS +OPENSSL +ACL +BLKID +CURL +ELFUTILS +FIDO2 +IDN2 -IDN +IPTC +KMOD +LIBCRYPTSETUP +LIBFDISK +PCRE2 -PWQUALITY +P11KIT +QRENCODE +TPM2 +BZIP2 +LZ4 +XZ +ZLIB +ZSTD -BPF_FRAMEWORK -XKBCOMMON +UTMP +SYSVINIT default-hierarchy=unified)"
-	line "systemd[1]: Detected virtualization kvm."
-	line "systemd[1]: Hostname set to <web01>."
-	for up in "systemd-journald.service - Journal Service" "systemd-timesyncd.service - Network Time Synchronization" \
-		"cron.service - Regular background program processing daemon" "ssh.service - OpenBSD Secure Shell server" \
-		"systemd-logind.service - User Login Management" "rsyslog.service - System Logging Service" \
-		"nginx.service - A high performance web server and a reverse proxy server"; do
-		line "systemd[1]: Starting ${up}..."
-		T=$((T + 1))
-		line "systemd[1]: Started ${up}."
-	done
-	line "systemd-timesyncd[488]: Initial synchronization to time server 192.0.2.123:123 (ntp.example.net)."
-	line "kernel: [   14.882310] EXT4-fs (vda2): warning: mounting fs with errors, running e2fsck is recommended"
-	line "systemd[1]: Reached target multi-user.target - Multi-User System."
-	line "systemd[1]: Startup finished in 2.104s (kernel) + 12.871s (userspace) = 14.975s."
-	while [ "$n" -lt 200 ]; do
-		rnd 600; T=$((T + 60 + R))
-		if [ $((T / 3600)) != "$hour" ] && [ $((T / 60 % 60)) -ge 17 ]; then
-			hour=$((T / 3600)); pid=$((pid + 11))
-			line "CRON[$pid]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)"
-			continue
-		fi
-		rnd 14
-		case $R in
-		0 | 1 | 2)
-			pick units; up=$P
-			line "systemd[1]: Starting ${up}..."
-			rnd 20; T=$((T + 1 + R))
-			line "systemd[1]: ${up%% - *}: Deactivated successfully."
-			line "systemd[1]: Finished ${up}."
-			;;
-		3 | 4 | 5)
-			pick blocked; rnd 1000
-			printf -v up '[%5d.%06d]' $((T - 6 * 3600)) $((R * 997))
-			line "kernel: $up [UFW BLOCK] IN=ens3 OUT= MAC=52:54:00:12:34:56:52:54:00:65:43:21:08:00 SRC=$P DST=192.0.2.5 LEN=44 TOS=0x00 PREC=0x00 TTL=243 ID=$((R * 61)) PROTO=TCP SPT=$((40000 + R * 17)) DPT=${ports[R % 7]} WINDOW=1024 RES=0x00 SYN URGP=0"
-			;;
-		6)
-			pid=$((pid + 5))
-			line "CRON[$pid]: (www-data) CMD (/usr/local/bin/cleanup-uploads.sh)"
-			;;
-		7)
-			pid=$((pid + 5))
-			line "backup.sh[$pid]: starting incremental backup to 198.51.100.200"
-			rnd 3
-			if [ "$R" = 0 ]; then
-				T=$((T + 30))
-				line "backup.sh[$pid]: ERROR: cannot reach backup host 198.51.100.200: Connection timed out"
-			else
-				T=$((T + 95))
-				line "backup.sh[$pid]: backup finished: $((1200 + R * 37)) files, $((300 + R * 11)) MB"
-			fi
-			;;
-		8)
-			rnd 9
-			line "orders-api[$api]: warning: disk usage on /var is $((86 + R))%"
-			;;
-		9)
-			line "rsyslogd[498]: [origin software=\"rsyslogd\" swVersion=\"8.2302.0\" x-pid=\"498\" x-info=\"https://www.rsyslog.com\"] rsyslogd was HUPed"
-			;;
-		10)
-			line "systemd-timesyncd[488]: Timed out waiting for reply from 192.0.2.123:123 (ntp.example.net)."
-			;;
-		11)
-			pid=$((pid + 5))
-			line "systemd[1]: Started session-$((pid % 97)).scope - Session $((pid % 97)) of User deploy."
-			;;
-		12)
-			if [ -z "$certbot_done" ]; then
-				certbot_done=1; pid=$((pid + 5))
-				line "systemd[1]: Starting certbot.service - Certbot..."
-				T=$((T + 31))
-				line "certbot[$pid]: An unexpected error occurred: Timeout during connect (likely firewall problem)"
-				line "systemd[1]: certbot.service: Main process exited, code=exited, status=1/FAILURE"
-				line "systemd[1]: certbot.service: Failed with result 'exit-code'."
-				line "systemd[1]: Failed to start certbot.service - Certbot."
-			else
-				line "systemd[1]: Started session-$((pid % 97)).scope - Session $((pid % 97)) of User alice."
-			fi
-			;;
-		*)
-			if [ -z "$oom_done" ]; then
-				oom_done=1
-				line "kernel: [$(printf '%5d' $((T - 6 * 3600))).204117] orders-api invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0"
-				line "kernel: [$(printf '%5d' $((T - 6 * 3600))).204398] Out of memory: Killed process $api (orders-api) total-vm:2461736kB, anon-rss:1488212kB, file-rss:0kB, shmem-rss:0kB, UID:998 pgtables:3320kB oom_score_adj:0"
-				line "systemd[1]: orders-api.service: A process of this unit has been killed by the OOM killer."
-				line "systemd[1]: orders-api.service: Main process exited, code=killed, status=9/KILL"
-				line "systemd[1]: orders-api.service: Failed with result 'oom-kill'."
-				T=$((T + 5))
-				line "systemd[1]: orders-api.service: Scheduled restart job, restart counter is at 1."
-				line "systemd[1]: Started orders-api.service - Orders API."
-				pid=$((pid + 3)); api=$pid
-			else
-				line "systemd[1]: Starting apt-daily-upgrade.service - Daily apt upgrade and clean activities..."
-				T=$((T + 9))
-				line "systemd[1]: apt-daily-upgrade.service: Deactivated successfully."
-				line "systemd[1]: Finished apt-daily-upgrade.service - Daily apt upgrade and clean activities."
-			fi
-			;;
-		esac
-	done
-	unset -f line
-}
-
-# shellcheck disable=SC2034 # the arrays are read through pick's nameref
-gen_nginx_log() {
-	local n ip ua req path status size ref
-	local -a clients=(198.51.100.14 198.51.100.14 198.51.100.14 198.51.100.52 198.51.100.52 192.0.2.25 192.0.2.44
-		192.0.2.44 203.0.113.88 203.0.113.88 192.0.2.10 203.0.113.7 203.0.113.7 198.51.100.23)
-	local -a browsers=("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
-		"Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
-		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
-		"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15")
-	local -a pages=("/ 200 5321" "/index.html 200 5321" "/about 200 3120" "/blog/ 200 8740" "/blog 301 169"
-		"/blog/2024/11/backups-that-work 200 12044" "/css/site.css 200 18210" "/css/site.css 304 0"
-		"/js/app.js 200 48211" "/images/logo.png 200 7310" "/favicon.ico 404 153" "/login 200 2210"
-		"/api/orders 200 1843" "/api/orders 200 1843" "/api/orders 500 79" "/products/42 200 4410" "/products/999 404 153")
-	local -a probes=("/wp-login.php 404 153" "/.env 404 153" "/phpmyadmin/ 404 153" "/.git/config 404 153"
-		"/admin 403 153" "/cgi-bin/luci 404 153" "/vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php 404 153")
-	T=$((6 * 3600 + 4 * 60 + 11))
-	for ((n = 0; n < 300; n++)); do
-		rnd 150; T=$((T + 5 + R))
-		pick clients; ip=$P
-		ref="-"
-		case $ip in
-		203.0.113.7 | 198.51.100.23) # vulnerability scanners
-			pick probes; req=$P
-			rnd 2; [ "$R" = 0 ] && ua="python-requests/2.31.0" || ua="Mozilla/5.0 zgrab/0.x"
-			;;
-		192.0.2.10) # the monitoring host
-			req="/api/health 200 15"; ua="Monitoring-Agent/3.2 (+https://monitor.example.net)"
-			;;
-		203.0.113.88) # a search engine
-			pick pages; req=$P
-			ua="Mozilla/5.0 (compatible; ExampleBot/2.1; +http://www.example.com/bot.html)"
-			;;
-		192.0.2.44) # a script
-			rnd 4; [ "$R" = 0 ] && req="/api/orders 500 79" || req="/api/orders 200 1843"
-			ua="curl/7.88.1"
-			;;
-		*)
-			pick pages; req=$P
-			ua=${browsers[${ip##*.} % ${#browsers[@]}]} # one browser per client
-			rnd 3; [ "$R" = 0 ] && ref="https://www.example.com/"
-			;;
-		esac
-		read -r path status size <<<"$req"
-		ts_nginx
-		if [ "$path" = /login ] && [ $((n % 4)) = 1 ]; then
-			printf '%s - - [%s] "POST /login HTTP/1.1" 302 0 "https://www.example.com/login" "%s"\n' "$ip" "$TS" "$ua"
-		elif [ "$path" = /api/orders ] && [ $((n % 5)) = 2 ] && [ "$ip" != 203.0.113.88 ]; then
-			[ "$status" = 500 ] || status=201
-			printf '%s - - [%s] "POST /api/orders HTTP/1.1" %s %s "-" "%s"\n' "$ip" "$TS" "$status" "$size" "$ua"
-		else
-			printf '%s - - [%s] "GET %s HTTP/1.1" %s %s "%s" "%s"\n' "$ip" "$TS" "$path" "$status" "$size" "$ref" "$ua"
-		fi
-	done
-}
-
-gen_app_log() {
-	local n order=10480
-	T=$((6 * 3600 + 1 * 60 + 40))
-	ts_iso; printf '%s INFO  [main] orders-api 2.4.1 starting (pid 1042)\n' "$TS"
-	T=$((T + 2)); ts_iso; printf '%s INFO  [main] connected to database db01:5432/orders\n' "$TS"
-	T=$((T + 1)); ts_iso; printf '%s INFO  [main] listening on 127.0.0.1:8081\n' "$TS"
-	for ((n = 3; n < 100; n++)); do
-		rnd 500; T=$((T + 30 + R))
-		ts_iso
-		rnd 20
-		case $R in
-		0 | 1 | 2 | 3 | 4 | 5 | 6)
-			order=$((order + 1)); rnd 9
-			printf '%s INFO  [worker-%d] order %d created for customer %d (%d items)\n' "$TS" $((order % 4 + 1)) "$order" $((300 + order * 7 % 97)) $((R + 1))
-			;;
-		7 | 8 | 9 | 10)
-			rnd 400
-			printf '%s INFO  [http-%d] GET /api/orders 200 in %d ms\n' "$TS" $((R % 8 + 1)) $((12 + R))
-			;;
-		11 | 12)
-			printf '%s INFO  [scheduler] cache refreshed: %d products\n' "$TS" $((1200 + n))
-			;;
-		13 | 14)
-			rnd 3000
-			# shellcheck disable=SC2016 # a literal $1: the query's placeholder
-			printf '%s WARN  [db-pool] slow query (%d ms): SELECT * FROM orders WHERE customer_id = $1\n' "$TS" $((2000 + R))
-			;;
-		15)
-			printf '%s WARN  [payments] payment gateway answered 503, retrying (attempt 2/3) for order %d\n' "$TS" "$order"
-			;;
-		16)
-			printf '%s WARN  [main] disk usage on /var is above 85%%\n' "$TS"
-			;;
-		17)
-			printf '%s ERROR [payments] payment gateway timeout after 30000 ms for order %d\n' "$TS" "$order"
-			;;
-		18)
-			printf '%s ERROR [db-pool] database connection lost: connection refused (db01:5432), reconnecting\n' "$TS"
-			;;
-		*)
-			printf '%s ERROR [mailer] could not send confirmation for order %d: 451 4.7.1 try again later\n' "$TS" "$order"
-			;;
-		esac
-	done
-}
-
-# write_sample_logs DIR
+# write_sample_logs DIR: the sample logs in DIR (0755), each 0644 and dated
+# the end of their day.
 write_sample_logs() {
 	local d=$1 f
 	mkdir -p "$d"
-	LOG_SEED=20241120
-	gen_auth_log >"$d/auth.log"
-	gen_syslog >"$d/syslog"
-	gen_nginx_log >"$d/nginx-access.log"
-	gen_app_log >"$d/app.log"
-	cat >"$d/README" <<'EOF'
-Sample logs for tuxlab's lessons (grep, awk, sort, uniq, cut, less, tail ...).
-
-They are made up: one day, 20 November 2024 (UTC), of a Debian web server called
-web01 that runs nginx, an "orders-api" application and SSH. Every address in them is
-from the ranges reserved for documentation (192.0.2.0/24, 198.51.100.0/24,
-203.0.113.0/24), so none of them is a real machine. They are written when the
-sandbox image is built, identically every time.
-
-  auth.log          sshd logins (accepted and failed), sudo, cron sessions
-                    (rsyslog's traditional format, as in /var/log/auth.log)
-  syslog            a boot, then kernel, systemd, cron and application messages,
-                    with a few errors and warnings
-  nginx-access.log  nginx's "combined" format: client, time, request, status,
-                    size, referrer, user agent
-  app.log           the orders-api's own log: ISO 8601 time, level (INFO, WARN,
-                    ERROR), thread, message
-
-Nothing writes to them: copy them to your home directory to edit them.
-EOF
+	for f in README auth.log syslog nginx-access.log app.log; do
+		[ -s "$SAMPLE_LOGS/$f" ] || die "missing fixture $SAMPLE_LOGS/$f"
+		install -m 0644 "$SAMPLE_LOGS/$f" "$d/$f"
+	done
 	chmod 0755 "$d"
-	for f in "$d"/*; do chmod 0644 "$f"; done
 	touch -d '2024-11-20 23:59:00 UTC' "$d"/* "$d"
 }
 

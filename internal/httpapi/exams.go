@@ -9,13 +9,15 @@ import (
 )
 
 // What anyone sees of a question: never its answer, accepted texts or script.
+// The *_html fields are the Markdown fields rendered and sanitised (lesson.HTML).
 type questionResponse struct {
-	ID       int64    `json:"id"`
-	Position int      `json:"position"`
-	Kind     string   `json:"kind"`
-	Prompt   string   `json:"prompt"`
-	Options  []string `json:"options"`
-	Points   int      `json:"points"`
+	ID         int64    `json:"id"`
+	Position   int      `json:"position"`
+	Kind       string   `json:"kind"`
+	Prompt     string   `json:"prompt"`
+	PromptHTML string   `json:"prompt_html"`
+	Options    []string `json:"options"`
+	Points     int      `json:"points"`
 }
 
 type examSummaryResponse struct {
@@ -25,6 +27,7 @@ type examSummaryResponse struct {
 	TemplateID       *int64 `json:"template_id"`
 	Title            string `json:"title"`
 	Description      string `json:"description"`
+	DescriptionHTML  string `json:"description_html"`
 	TimeLimitMinutes int    `json:"time_limit_minutes"`
 	PassingScore     int    `json:"passing_score"`
 	MaxAttempts      int    `json:"max_attempts"`
@@ -40,12 +43,13 @@ type examResponse struct {
 
 func newExamSummary(e *exam.Exam) examSummaryResponse {
 	return examSummaryResponse{ID: e.ID, Slug: e.Slug, ModuleID: e.ModuleID, TemplateID: e.TemplateID, Title: e.Title,
-		Description: e.Description, TimeLimitMinutes: e.TimeLimitMinutes, PassingScore: e.PassingScore, MaxAttempts: e.MaxAttempts,
+		Description: e.Description, DescriptionHTML: e.DescriptionHTML(), TimeLimitMinutes: e.TimeLimitMinutes, PassingScore: e.PassingScore, MaxAttempts: e.MaxAttempts,
 		MaxPoints: e.MaxPoints(), QuestionCount: len(e.Questions), HasPractical: e.HasPractical()}
 }
 
 func newQuestionResponse(q *exam.Question) questionResponse {
-	return questionResponse{ID: q.ID, Position: q.Position, Kind: string(q.Kind), Prompt: q.Prompt, Options: q.Options, Points: q.Points}
+	return questionResponse{ID: q.ID, Position: q.Position, Kind: string(q.Kind), Prompt: q.Prompt, PromptHTML: q.PromptHTML(),
+		Options: q.Options, Points: q.Points}
 }
 
 func newExamResponse(e *exam.Exam) examResponse {
@@ -59,13 +63,14 @@ func newExamResponse(e *exam.Exam) examResponse {
 // What an admin sees: everything.
 type adminQuestionResponse struct {
 	questionResponse
-	Explanation   string   `json:"explanation"`
-	Answer        *int     `json:"answer"`
-	Answers       []int    `json:"answers"`
-	Accept        []string `json:"accept"`
-	CaseSensitive bool     `json:"case_sensitive"`
-	Check         string   `json:"check"`
-	Solution      string   `json:"solution"`
+	Explanation     string   `json:"explanation"`
+	ExplanationHTML string   `json:"explanation_html"`
+	Answer          *int     `json:"answer"`
+	Answers         []int    `json:"answers"`
+	Accept          []string `json:"accept"`
+	CaseSensitive   bool     `json:"case_sensitive"`
+	Check           string   `json:"check"`
+	Solution        string   `json:"solution"`
 }
 
 type adminExamResponse struct {
@@ -80,7 +85,8 @@ func newAdminExamResponse(e *exam.Exam) adminExamResponse {
 		CreatedAt: timestamp(e.CreatedAt), UpdatedAt: timestamp(e.UpdatedAt)}
 	for i, q := range e.Questions {
 		k := q.Key
-		r.Questions[i] = adminQuestionResponse{questionResponse: newQuestionResponse(q), Explanation: q.Explanation, Answer: k.Answer,
+		r.Questions[i] = adminQuestionResponse{questionResponse: newQuestionResponse(q), Explanation: q.Explanation,
+			ExplanationHTML: q.ExplanationHTML(), Answer: k.Answer,
 			Answers: orEmpty(k.Answers), Accept: orEmpty(k.Accept), CaseSensitive: k.CaseSensitive, Check: k.Check, Solution: k.Solution}
 	}
 	return r
@@ -140,17 +146,19 @@ func newExamAttemptDetail(a *exam.Attempt, e *exam.Exam) examAttemptDetailRespon
 }
 
 type questionResultResponse struct {
-	QuestionID  int64    `json:"question_id"`
-	Position    int      `json:"position"`
-	Kind        string   `json:"kind"`
-	Prompt      string   `json:"prompt"`
-	Options     []string `json:"options"`
-	Correct     bool     `json:"correct"`
-	Points      int      `json:"points"`
-	MaxPoints   int      `json:"max_points"`
-	Explanation string   `json:"explanation"`
-	Feedback    []string `json:"feedback"`
-	Output      *string  `json:"output,omitempty"` // admins only
+	QuestionID      int64    `json:"question_id"`
+	Position        int      `json:"position"`
+	Kind            string   `json:"kind"`
+	Prompt          string   `json:"prompt"`
+	PromptHTML      string   `json:"prompt_html"`
+	Options         []string `json:"options"`
+	Correct         bool     `json:"correct"`
+	Points          int      `json:"points"`
+	MaxPoints       int      `json:"max_points"`
+	Explanation     string   `json:"explanation"`
+	ExplanationHTML string   `json:"explanation_html"`
+	Feedback        []string `json:"feedback"`
+	Output          *string  `json:"output,omitempty"` // admins only
 }
 
 type examResultsResponse struct {
@@ -171,6 +179,7 @@ func newExamResults(a *exam.Attempt, e *exam.Exam, admin bool) examResultsRespon
 			Points: res.Points, MaxPoints: res.MaxPoints, Feedback: orEmpty(res.Feedback), Options: []string{}}
 		if q := byID[res.QuestionID]; q != nil {
 			qr.Prompt, qr.Explanation, qr.Options = q.Prompt, q.Explanation, a.Shown(q).Options
+			qr.PromptHTML, qr.ExplanationHTML = q.PromptHTML(), q.ExplanationHTML()
 		}
 		if admin && res.Output != "" {
 			out := res.Output

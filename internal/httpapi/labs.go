@@ -9,13 +9,16 @@ import (
 )
 
 // What a learner or anyone sees of a lab: never a script or a solution.
+// The *_html fields are the Markdown fields rendered and sanitised (lesson.HTML).
 type taskResponse struct {
-	ID          int64  `json:"id"`
-	Position    int    `json:"position"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Hint        string `json:"hint"`
-	Points      int    `json:"points"`
+	ID              int64  `json:"id"`
+	Position        int    `json:"position"`
+	Title           string `json:"title"`
+	Description     string `json:"description"`
+	DescriptionHTML string `json:"description_html"`
+	Hint            string `json:"hint"`
+	HintHTML        string `json:"hint_html"`
+	Points          int    `json:"points"`
 }
 
 type labResponse struct {
@@ -26,6 +29,7 @@ type labResponse struct {
 	TemplateID       int64          `json:"template_id"`
 	Title            string         `json:"title"`
 	Description      string         `json:"description"`
+	DescriptionHTML  string         `json:"description_html"`
 	TimeLimitMinutes int            `json:"time_limit_minutes"`
 	PassingScore     int            `json:"passing_score"`
 	MaxPoints        int            `json:"max_points"`
@@ -34,10 +38,11 @@ type labResponse struct {
 
 func newLabResponse(l *lab.Lab) labResponse {
 	r := labResponse{ID: l.ID, Slug: l.Slug, ModuleID: l.ModuleID, SectionID: l.ModuleID, TemplateID: l.TemplateID, Title: l.Title,
-		Description: l.Description, TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore, MaxPoints: l.MaxPoints(),
+		Description: l.Description, DescriptionHTML: l.DescriptionHTML(), TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore, MaxPoints: l.MaxPoints(),
 		Tasks: make([]taskResponse, len(l.Tasks))}
 	for i, t := range l.Tasks {
-		r.Tasks[i] = taskResponse{ID: t.ID, Position: t.Position, Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points}
+		r.Tasks[i] = taskResponse{ID: t.ID, Position: t.Position, Title: t.Title, Description: t.Description, DescriptionHTML: t.DescriptionHTML(),
+			Hint: t.Hint, HintHTML: t.HintHTML(), Points: t.Points}
 	}
 	return r
 }

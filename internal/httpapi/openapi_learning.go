@@ -31,25 +31,28 @@ var (
 	feedback     = map[string]any{"type": "array", "items": strSchema, "description": "Why a check failed: the lines its script printed starting `FAIL: `, at most three."}
 
 	taskProps = map[string]any{"id": intSchema, "position": intSchema, "title": strSchema,
-		"description": map[string]any{"type": "string", "description": "Markdown."}, "hint": strSchema, "points": intSchema}
+		"description": map[string]any{"type": "string", "description": "Markdown."}, "description_html": renderedOf("description"),
+		"hint": map[string]any{"type": "string", "description": "Markdown."}, "hint_html": renderedOf("hint"), "points": intSchema}
 	labProps = map[string]any{
 		"id": intSchema, "slug": strSchema, "module_id": nullableInt,
 		"section_id":  map[string]any{"type": []string{"integer", "null"}, "description": "The same as module_id: a section is a lesson module."},
 		"template_id": map[string]any{"type": "integer", "description": "The sandbox template a start provisions."},
 		"title":       strSchema, "description": map[string]any{"type": "string", "description": "Markdown."},
+		"description_html":   renderedOf("description"),
 		"time_limit_minutes": intSchema, "passing_score": map[string]any{"type": "integer", "description": "Percent of max_points needed to pass."},
 		"max_points": intSchema, "tasks": arrayOf(ref("Task")),
 	}
 	examSummaryProps = map[string]any{
 		"id": intSchema, "slug": strSchema, "module_id": nullableInt,
 		"template_id": map[string]any{"type": []string{"integer", "null"}, "description": "The sandbox template practical questions are checked in."},
-		"title":       strSchema, "description": strSchema, "time_limit_minutes": intSchema,
+		"title":       strSchema, "description": map[string]any{"type": "string", "description": "Markdown."},
+		"description_html": renderedOf("description"), "time_limit_minutes": intSchema,
 		"passing_score": map[string]any{"type": "integer", "description": "Percent of max_points needed to pass."},
 		"max_attempts":  map[string]any{"type": "integer", "description": "0: unlimited."},
 		"max_points":    intSchema, "question_count": intSchema, "has_practical": boolSchema,
 	}
 	questionProps = map[string]any{"id": intSchema, "position": intSchema, "kind": questionKind,
-		"prompt": map[string]any{"type": "string", "description": "Markdown."},
+		"prompt": map[string]any{"type": "string", "description": "Markdown."}, "prompt_html": renderedOf("prompt"),
 		"options": map[string]any{"type": "array", "items": strSchema,
 			"description": "Choice questions. In an attempt (its start, GET /api/exams/attempts/{id}) in the order that attempt shows, which answers index from 0; in the exam's public view in the authored order."},
 		"points": intSchema}
@@ -58,6 +61,12 @@ var (
 		"points": intSchema, "max_points": intSchema, "score": map[string]any{"type": "integer", "description": "Percent of max_points, rounded down."},
 		"passed": boolSchema}
 )
+
+// renderedOf describes the *_html field of the Markdown field name.
+func renderedOf(name string) map[string]any {
+	return map[string]any{"type": "string", "description": "`" + name + "` rendered as lessons are (GitHub-flavoured Markdown) and sanitised: " +
+		"HTML safe to insert into a page; empty when `" + name + "` is."}
+}
 
 func withProps(base map[string]any, extra map[string]any) map[string]any {
 	out := maps.Clone(base)
@@ -108,8 +117,9 @@ var learningSchemas = map[string]any{
 	"Question":        closed(keys(questionProps), questionProps),
 	"Exam": closed(append(keys(examSummaryProps), "questions"), withProps(examSummaryProps, map[string]any{
 		"questions": arrayOf(ref("Question"))})),
-	"AdminQuestion": obj(append(keys(questionProps), "explanation", "answer", "answers", "accept", "case_sensitive", "check", "solution"),
-		withProps(questionProps, map[string]any{"explanation": strSchema, "answer": nullableInt, "answers": arrayOf(intSchema),
+	"AdminQuestion": obj(append(keys(questionProps), "explanation", "explanation_html", "answer", "answers", "accept", "case_sensitive", "check", "solution"),
+		withProps(questionProps, map[string]any{"explanation": map[string]any{"type": "string", "description": "Markdown."},
+			"explanation_html": renderedOf("explanation"), "answer": nullableInt, "answers": arrayOf(intSchema),
 			"accept": strList, "case_sensitive": boolSchema, "check": strSchema, "solution": strSchema})),
 	"AdminExam": obj(append(keys(examSummaryProps), "questions", "created_at", "updated_at"), withProps(examSummaryProps, map[string]any{
 		"questions": arrayOf(ref("AdminQuestion")), "created_at": tsSchema, "updated_at": tsSchema})),
@@ -143,10 +153,13 @@ var learningSchemas = map[string]any{
 		"container_id": map[string]any{"type": "integer",
 			"description": "Optional: the attempt's own sandbox (its container_id), where its practical questions are graded; another is 422. For an attempt begun without one: the sandbox to check them in (default: your last active running sandbox of the exam's template)."},
 	}),
-	"QuestionResult": obj([]string{"question_id", "position", "kind", "prompt", "options", "correct", "points", "max_points", "explanation", "feedback"}, map[string]any{
-		"question_id": intSchema, "position": intSchema, "kind": questionKind, "prompt": strSchema, "correct": boolSchema,
+	"QuestionResult": obj([]string{"question_id", "position", "kind", "prompt", "prompt_html", "options", "correct", "points", "max_points",
+		"explanation", "explanation_html", "feedback"}, map[string]any{
+		"question_id": intSchema, "position": intSchema, "kind": questionKind, "correct": boolSchema,
+		"prompt": map[string]any{"type": "string", "description": "Markdown."}, "prompt_html": renderedOf("prompt"),
+		"explanation": map[string]any{"type": "string", "description": "Markdown."}, "explanation_html": renderedOf("explanation"),
 		"options": map[string]any{"type": "array", "items": strSchema, "description": "Choice questions: the options in the order this attempt showed them."},
-		"points":  intSchema, "max_points": intSchema, "explanation": strSchema, "feedback": feedback,
+		"points":  intSchema, "max_points": intSchema, "feedback": feedback,
 		"output": map[string]any{"type": "string", "description": "Admins only: a practical check's output."},
 	}),
 	"ExamResults": obj(append(keys(examAttemptProps), "exam_title", "questions"), withProps(examAttemptProps, map[string]any{

@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"bytes"
+	"html"
 	"regexp"
 
 	"github.com/microcosm-cc/bluemonday"
@@ -40,4 +41,21 @@ func (r *Renderer) Render(markdown string) (string, error) {
 		return "", err
 	}
 	return r.policy.Sanitize(buf.String()), nil
+}
+
+// shared renders the Markdown that is rendered as it is served (labs' and
+// exams'); goldmark and bluemonday are safe for concurrent use once built.
+var shared = NewRenderer()
+
+// HTML renders markdown to sanitised HTML with the lesson renderer, for text
+// rendered on each answer rather than stored rendered (the descriptions,
+// hints, prompts and explanations of labs and exams). Rendering into memory
+// does not fail; if it ever did, the text would come back escaped in a
+// paragraph rather than be lost.
+func HTML(markdown string) string {
+	out, err := shared.Render(markdown)
+	if err != nil {
+		return "<p>" + html.EscapeString(markdown) + "</p>"
+	}
+	return out
 }

@@ -26,17 +26,27 @@ type term struct {
 	ending  chan struct{} // closed by end
 	why     error         // why the terminal ends; set before ending closes
 
-	mu        sync.Mutex // guards the fields below and serialises writes
+	// wmu serialises writes to conn and is held across one (up to its
+	// timeout). Nothing on the input path takes it: replies to the client's
+	// input go through replies, written by pumpReplies.
+	wmu     sync.Mutex
+	replies chan control
+
+	mu        sync.Mutex // guards the fields below; never held across I/O
 	c         *sandbox.Container
-	lastInput time.Time
-	lastTouch time.Time
+	lastInput time.Time // the last frame from the client
+	untouched bool      // input came since keepTouched last recorded activity
 	warned    string
 }
 
+// maxPendingReplies bounds the replies to the client's input waiting to be
+// written; a client that sends bad frames faster than it reads loses some.
+const maxPendingReplies = 16
+
 func newTerm(b *Bridge, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container, owner Owner) *term {
 	now := b.opt.Now()
-	return &term{b: b, conn: conn, sess: sess, owner: owner, c: c, lastInput: now, lastTouch: now,
-		resize: newResizer(), ending: make(chan struct{})}
+	return &term{b: b, conn: conn, sess: sess, owner: owner, c: c, lastInput: now,
+		resize: newResizer(), ending: make(chan struct{}), replies: make(chan control, maxPendingReplies)}
 }
 
 // end asks the terminal to end for reason why (the first reason wins); watch
@@ -49,8 +59,8 @@ func (t *term) end(why error) {
 }
 
 func (t *term) send(ctx context.Context, typ websocket.MessageType, b []byte) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return t.conn.Write(wctx, typ, b)
@@ -98,19 +108,8 @@ func (t *term) pumpInput(ctx context.Context) {
 		}
 		now := t.b.opt.Now()
 		t.mu.Lock()
-		t.lastInput, t.warned = now, ""
-		touch := now.Sub(t.lastTouch) >= t.b.opt.TouchInterval
-		if touch {
-			t.lastTouch = now
-		}
+		t.lastInput, t.warned, t.untouched = now, "", true
 		t.mu.Unlock()
-		if touch {
-			if c, err := t.b.sandboxes.Touch(ctx, t.c.ID); err == nil {
-				t.mu.Lock()
-				t.c = c
-				t.mu.Unlock()
-			}
-		}
 		if typ == websocket.MessageBinary {
 			// What is typed after a resize sees the new size, as in a local
 			// terminal: it waits for the resizes asked for before it.
@@ -124,19 +123,74 @@ func (t *term) pumpInput(ctx context.Context) {
 		}
 		var m control
 		if err := json.Unmarshal(data, &m); err != nil {
-			t.sendControl(ctx, control{Type: "error", Detail: "Text frames must be JSON control messages; send terminal input as binary frames"})
+			t.reply(control{Type: "error", Detail: "Text frames must be JSON control messages; send terminal input as binary frames"})
 			continue
 		}
 		switch m.Type {
 		case "resize":
 			if m.Cols < 1 || m.Rows < 1 || m.Cols > MaxSize || m.Rows > MaxSize {
-				t.sendControl(ctx, control{Type: "error", Detail: "resize needs cols and rows from 1 to 1000"})
+				t.reply(control{Type: "error", Detail: "resize needs cols and rows from 1 to 1000"})
 				continue
 			}
 			t.resize.set(m.Cols, m.Rows)
 		default:
-			t.sendControl(ctx, control{Type: "error", Detail: "Unknown control message type " + m.Type})
+			t.reply(control{Type: "error", Detail: "Unknown control message type " + m.Type})
 		}
+	}
+}
+
+// reply queues an answer to the client's input for pumpReplies, without
+// waiting: when the queue is full it is dropped.
+func (t *term) reply(m control) {
+	select {
+	case t.replies <- m:
+	default:
+	}
+}
+
+// pumpReplies writes the queued answers to the client's input, so that the
+// input path never waits for a write to the client.
+func (t *term) pumpReplies(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-t.replies:
+			if t.sendControl(ctx, m) != nil {
+				return
+			}
+		}
+	}
+}
+
+// keepTouched records activity on the sandbox every TouchInterval when the
+// client sent input since the last time, which moves the sandbox's idle stop
+// forward. It runs apart from the input path: a slow database never holds a
+// keystroke.
+func (t *term) keepTouched(ctx context.Context) {
+	tick := time.NewTicker(t.b.opt.TouchInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		due, id := t.untouched, t.c.ID
+		t.untouched = false
+		t.mu.Unlock()
+		if !due {
+			continue
+		}
+		c, err := t.b.sandboxes.Touch(ctx, id)
+		t.mu.Lock()
+		if err != nil {
+			t.untouched = true // tried again at the next tick
+		} else {
+			t.c = c
+		}
+		t.mu.Unlock()
 	}
 }
 

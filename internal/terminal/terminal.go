@@ -29,7 +29,7 @@ type Options struct {
 	IdleTimeout   time.Duration // no input for this long closes the terminal (default 15m)
 	WarnBefore    time.Duration // how long before an idle close or the sandbox's end to warn (default 60s, at most half the idle timeout)
 	PingInterval  time.Duration // keep-alive pings, and how often Owner.Check runs (default 30s)
-	TouchInterval time.Duration // how often input refreshes the sandbox's activity (default 30s)
+	TouchInterval time.Duration // how often a terminal with new input records activity on its sandbox (default 30s)
 	MaxMessage    int64         // largest frame a client may send (default 64 KiB)
 	MaxPerSandbox int           // terminals open at once on one sandbox (default 8)
 	// Describe tells what an error that ends a terminal means to its client:
@@ -247,6 +247,8 @@ func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.S
 	wg.Go(func() { t.keepAlive(ctx, cancel) })
 	wg.Go(func() { t.watch(ctx, cancel) })
 	wg.Go(func() { t.applyResizes(ctx) })
+	wg.Go(func() { t.pumpReplies(ctx) })
+	wg.Go(func() { t.keepTouched(ctx) })
 	t.pumpInput(ctx) // client → engine, until the client leaves or ctx ends
 	cancel()
 	sess.Close()

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -87,7 +88,14 @@ func (fakeSandboxes) Deadline(*sandbox.Container) (time.Time, string) {
 // serveFake serves one terminal on shell and returns the client's end.
 func serveFake(t *testing.T, shell *fakeShell) *websocket.Conn {
 	t.Helper()
-	b := terminal.NewBridge(fakeSandboxes{}, terminal.Options{})
+	return serveWith(t, shell, fakeSandboxes{}, terminal.Options{})
+}
+
+// serveWith serves one terminal on shell, with sandboxes and options, and
+// returns the client's end.
+func serveWith(t *testing.T, shell sandbox.Session, sandboxes terminal.Sandboxes, opt terminal.Options) *websocket.Conn {
+	t.Helper()
+	b := terminal.NewBridge(sandboxes, opt)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -186,5 +194,126 @@ func TestRefuseCutsTheCloseReason(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 4422 || len(ce.Reason) > 123 || !utf8.ValidString(ce.Reason) ||
 		!strings.HasPrefix(detail, strings.TrimSuffix(ce.Reason, "…")) || !strings.HasSuffix(ce.Reason, "…") {
 		t.Fatalf("closed with %v", err)
+	}
+}
+
+// floodShell is a sandbox.Session that prints without end until stopped, then
+// exits with 0; what it is sent goes to input.
+type floodShell struct {
+	*fakeShell
+	stop     chan struct{}
+	produced atomic.Int64 // bytes printed
+}
+
+func (f *floodShell) Read(p []byte) (int, error) {
+	select {
+	case <-f.stop:
+		return 0, io.EOF
+	case <-f.closed:
+		return 0, io.EOF
+	default:
+	}
+	n := copy(p, bytes.Repeat([]byte("o"), len(p)))
+	f.produced.Add(int64(n))
+	return n, nil
+}
+
+// TestInputDoesNotWaitForOutput: a client that does not read its output
+// holds the server's write to it; what it types still reaches the shell at
+// once, and the output then flows on to the shell's exit message (a write
+// that waited out its timeout would have closed the socket).
+func TestInputDoesNotWaitForOutput(t *testing.T) {
+	t.Parallel()
+	shell := &floodShell{fakeShell: newFakeShell(), stop: make(chan struct{})}
+	conn := serveWith(t, shell, fakeSandboxes{}, terminal.Options{})
+	conn.SetReadLimit(1 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // only guards against a hung test
+	defer cancel()
+	// The socket's buffers are full when the shell's output stops growing:
+	// the server is then inside a write that waits for the client.
+	for last, still := int64(-1), 0; still < 3; {
+		time.Sleep(100 * time.Millisecond)
+		if n := shell.produced.Load(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	if err := conn.Write(ctx, websocket.MessageBinary, []byte("ls\r")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-shell.input; string(got) != "ls\r" {
+		t.Fatalf("the shell got %q", got)
+	}
+	close(shell.stop)
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("the output ended without the exit message: %v", err)
+		}
+		if typ == websocket.MessageText {
+			if !strings.Contains(string(data), `"exit"`) {
+				t.Fatalf("message %s", data)
+			}
+			return
+		}
+	}
+}
+
+// slowSandboxes is a Sandboxes whose Touch waits until released, and counts
+// the calls.
+type slowSandboxes struct {
+	fakeSandboxes
+	release chan struct{}
+	touches chan int64
+}
+
+func (s slowSandboxes) Touch(ctx context.Context, id int64) (*sandbox.Container, error) {
+	s.touches <- id
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &sandbox.Container{ID: id, Status: sandbox.StatusRunning}, nil
+}
+
+// TestTouchIsOffTheInputPath: input is recorded as activity on the sandbox
+// in the background; while recording it hangs, keystrokes still reach the
+// shell.
+func TestTouchIsOffTheInputPath(t *testing.T) {
+	t.Parallel()
+	shell := newFakeShell()
+	sb := slowSandboxes{release: make(chan struct{}), touches: make(chan int64, 64)}
+	conn := serveWith(t, shell, sb, terminal.Options{TouchInterval: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only guards against a hung test
+	defer cancel()
+	defer close(sb.release)
+	send := func(s string) {
+		t.Helper()
+		if err := conn.Write(ctx, websocket.MessageBinary, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-shell.input:
+			if string(got) != s {
+				t.Fatalf("the shell got %q, want %q", got, s)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%q never reached the shell while the sandbox's activity was being recorded", s)
+		}
+	}
+	send("a")
+	select {
+	case id := <-sb.touches:
+		if id != 1 {
+			t.Fatalf("touched sandbox %d", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("input was never recorded as activity")
+	}
+	// Touch now hangs; typing goes on.
+	for _, s := range []string{"b", "c", "d"} {
+		send(s)
 	}
 }

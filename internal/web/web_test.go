@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -274,4 +275,107 @@ func TestVendored(t *testing.T) {
 			t.Errorf("VENDORED.md does not record vendor/%s", d.Name())
 		}
 	}
+}
+
+// TestNoImportCycles: the graph of the interface's ES module imports has no
+// cycle. A cycle works only by the accident of evaluation order: a module in it
+// may run before the bindings it imports are initialised.
+func TestNoImportCycles(t *testing.T) {
+	t.Parallel()
+	graph, err := moduleGraph(os.DirFS("static"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graph) < 10 {
+		t.Fatalf("found only %d modules", len(graph))
+	}
+	if cycle := findCycle(graph); cycle != nil {
+		t.Errorf("import cycle: %s", strings.Join(cycle, " -> "))
+	}
+}
+
+// TestFindCycle: the cycle finder itself sees cycles, long and short, and
+// passes a graph that shares modules without looping.
+func TestFindCycle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		graph map[string][]string
+		want  bool
+	}{
+		{"none", map[string][]string{"a": {"b", "c"}, "b": {"c"}, "c": nil}, false},
+		{"self", map[string][]string{"a": {"a"}}, true},
+		{"pair", map[string][]string{"app.js": {"pages/p.js"}, "pages/p.js": {"app.js"}}, true},
+		{"long", map[string][]string{"a": {"b"}, "b": {"c"}, "c": {"d"}, "d": {"b"}}, true},
+	} {
+		if got := findCycle(tc.graph) != nil; got != tc.want {
+			t.Errorf("%s: cycle found %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// moduleGraph maps each non-vendored module of root to the modules it imports.
+func moduleGraph(root fs.FS) (map[string][]string, error) {
+	graph := map[string][]string{}
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".js" || strings.HasPrefix(p, "vendor/") {
+			return err
+		}
+		src, err := fs.ReadFile(root, p)
+		if err != nil {
+			return err
+		}
+		graph[p] = nil
+		for _, m := range importRe.FindAllStringSubmatch(string(src), -1) {
+			graph[p] = append(graph[p], path.Join(path.Dir(p), m[1]))
+		}
+		return nil
+	})
+	return graph, err
+}
+
+// findCycle returns one cycle of graph as the path that closes it, or nil.
+func findCycle(graph map[string][]string) []string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		state[n] = open
+		stack = append(stack, n)
+		for _, m := range graph[n] {
+			switch state[m] {
+			case open:
+				i := len(stack) - 1
+				for stack[i] != m {
+					i--
+				}
+				return append(append([]string{}, stack[i:]...), m)
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = done
+		return nil
+	}
+	names := make([]string, 0, len(graph))
+	for n := range graph {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if state[n] == unseen {
+			if c := visit(n); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
 }

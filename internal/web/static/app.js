@@ -11,6 +11,7 @@ import * as exams from "./pages/exams.js";
 import * as dashboard from "./pages/dashboard.js";
 import * as profile from "./pages/profile.js";
 import * as admin from "./pages/admin.js";
+import { signOut } from "./signout.js";
 
 const routes = [
   { re: /^\/$/, page: curriculum.render, auth: true, nav: "learn" },
@@ -59,14 +60,6 @@ function drawNav(active) {
     link("/profile", "profile", [h("span", { class: "wide-only" }, me.username), h("span", { class: "narrow-only" }, "Profile")]),
     h("a", { href: "/docs", class: "wide-only" }, "API"),
     h("button", { type: "button", class: "linkish wide-only", onclick: signOut }, "Sign out"));
-}
-
-/** signOut revokes the token (and older ones) and forgets it. */
-export async function signOut() {
-  try { await api("POST", "/api/auth/logout", { noSignOut: true }); } catch { /* gone anyway */ }
-  session.clear();
-  me = null;
-  go("/signin");
 }
 
 async function render() {
@@ -135,6 +128,10 @@ document.addEventListener("click", (e) => {
   go(url.pathname + url.search + url.hash);
 });
 window.addEventListener("popstate", render);
+window.addEventListener("tuxlab:signout", () => {
+  me = null;
+  go("/signin");
+});
 window.addEventListener("tuxlab:signedout", (e) => {
   me = null;
   toast(e.detail && e.detail !== "Not authenticated" ? `Signed out: ${e.detail}` : "Your session ended: sign in again", "error");

@@ -1,5 +1,6 @@
 // Small DOM helpers. Text always goes in as text (textContent), never as HTML:
-// the one place HTML is inserted is a lesson, which the server sanitised.
+// the one place HTML is inserted is rendered(), for the Markdown the server
+// rendered and sanitised (lessons, and the *_html fields of labs and exams).
 
 /** h("a", {href: "/", class: "x", onclick: fn}, "text", child) builds an element. */
 export function h(tag, attrs, ...children) {
@@ -30,6 +31,16 @@ export function append(el, children) {
 export function clear(el, ...children) {
   el.replaceChildren();
   return append(el, children);
+}
+
+/** rendered returns a <div class="prose"> holding html, which the server
+ * rendered from Markdown and sanitised (no script, no event handler survives;
+ * the page's CSP forbids inline script besides). first: only its first block. */
+export function rendered(html, { first = false, cls = "prose" } = {}) {
+  const el = h("div", { class: cls });
+  el.innerHTML = html || "";
+  if (first && el.firstElementChild) el.replaceChildren(el.firstElementChild);
+  return el;
 }
 
 let toastTimer;

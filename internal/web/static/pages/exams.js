@@ -3,8 +3,7 @@
 // order answers use), a timer from the attempt's deadline, the sandbox made
 // for the attempt when it has practical questions, and the results.
 import { api, serverOffset } from "../api.js";
-import { h, append, clear, toast, fmtClock } from "../dom.js";
-import { markdown } from "../md.js";
+import { h, append, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { containerById, lessonSandbox } from "../sandbox.js";
 import { split } from "./lesson.js";
@@ -22,7 +21,7 @@ export async function list(ctx) {
       h("h2", null, h("a", { href: `/exams/${x.id}` }, x.title)),
       h("p", { class: "muted" }, `${x.question_count} questions · ${x.time_limit_minutes} min · pass at ${x.passing_score}%` +
         (x.max_attempts ? ` · ${x.max_attempts} attempts` : "") + (x.has_practical ? " · practical" : "")),
-      h("div", { class: "prose" }, markdown(x.description.split(/\n\s*\n/)[0]))))) : h("p", null, "No exams yet."));
+      rendered(x.description_html, { first: true })))) : h("p", null, "No exams yet."));
 }
 
 /** render draws exam ctx.params[0]. */
@@ -45,7 +44,7 @@ export async function render(ctx) {
     h("h1", null, exam.title),
     h("p", { class: "muted" }, `${exam.questions.length} questions · ${exam.time_limit_minutes} minutes · pass at ${exam.passing_score}%` +
       (exam.max_attempts ? ` · at most ${exam.max_attempts} attempts` : "")),
-    h("div", { class: "prose" }, markdown(exam.description)),
+    rendered(exam.description_html),
     h("div", { class: "lab-actions" }, startBtn), status, form);
   const termBox = h("div", { class: "term-box" }, h("div", { class: "term-placeholder" },
     h("p", null, "Start the exam to get its sandbox: a fresh one for each attempt, where the practical questions are checked.")));
@@ -71,7 +70,7 @@ export async function render(ctx) {
       const result = h("div", { class: "q-result" });
       const li = h("li", { class: "question", dataset: { kind: q.kind } },
         h("div", { class: "q-head" }, h("span", { class: "badge" }, String(i + 1)), h("span", { class: "pts" }, `${q.points} pt · ${q.kind.replace("_", " ")}`)),
-        h("div", { class: "prose" }, markdown(q.prompt)), control, result);
+        rendered(q.prompt_html), control, result);
       return { q, li, result };
     });
   }
@@ -171,7 +170,7 @@ export async function render(ctx) {
       if (!x) continue;
       li.dataset.state = x.correct ? "pass" : "fail";
       clear(result, h("p", { class: x.correct ? "pass" : "fail" }, x.correct ? `✓ Right (${x.points}/${x.max_points})` : `✗ Not right (${x.points}/${x.max_points})`),
-        x.explanation ? h("div", { class: "prose muted" }, markdown(x.explanation)) : null,
+        x.explanation_html ? rendered(x.explanation_html, { cls: "prose muted" }) : null,
         x.feedback.length ? h("ul", { class: "feedback" }, x.feedback.map((f) => h("li", null, f))) : null);
     }
     clear(status, h("p", { class: "score " + (r.passed ? "pass" : "fail") },

@@ -2,8 +2,7 @@
 // FAIL: reasons, a Submit button, the time left, and the attempt's sandbox
 // in a terminal.
 import { api, serverOffset } from "../api.js";
-import { h, clear, toast, fmtClock } from "../dom.js";
-import { markdown } from "../md.js";
+import { h, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { containerById } from "../sandbox.js";
 import { split } from "./lesson.js";
@@ -34,8 +33,8 @@ export async function render(ctx) {
     const result = h("div", { class: "task-result", "aria-live": "polite" });
     const li = h("li", { class: "task", dataset: { taskId: t.id } },
       h("h3", null, h("span", { class: "badge", "aria-hidden": "true" }, String(i + 1)), t.title, h("span", { class: "pts" }, `${t.points} pt`)),
-      h("div", { class: "prose" }, markdown(t.description)),
-      t.hint ? h("details", null, h("summary", null, "Hint"), h("p", null, t.hint)) : null,
+      rendered(t.description_html),
+      t.hint_html ? h("details", null, h("summary", null, "Hint"), rendered(t.hint_html)) : null,
       result);
     return { t, li, result };
   });
@@ -43,7 +42,7 @@ export async function render(ctx) {
   const left = h("article", { class: "lab" },
     h("h1", null, lab.title),
     h("p", { class: "muted" }, `${lab.tasks.length} tasks · ${lab.time_limit_minutes} minutes · pass at ${lab.passing_score}%`),
-    h("div", { class: "prose" }, markdown(lab.description)),
+    rendered(lab.description_html),
     actions, status,
     h("ol", { class: "tasks" }, taskItems.map((x) => x.li)));
   const termBox = h("div", { class: "term-box" }, h("div", { class: "term-placeholder" },

@@ -1,6 +1,6 @@
 // A lesson beside a live terminal on the learner's practice sandbox.
 import { api } from "../api.js";
-import { h, clear, toast } from "../dom.js";
+import { h, clear, toast, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { lessonSandbox } from "../sandbox.js";
 
@@ -29,10 +29,7 @@ export async function render(ctx) {
   const lab = await api("GET", `/api/laboratories/section/${theme.module_id}/laboratory`).catch(() => null);
   ctx.title(theme.title);
 
-  const body = h("div", { class: "prose lesson-body" });
-  // The server renders the Markdown and sanitises the HTML (no script, no
-  // event handler survives); the page's CSP forbids inline script besides.
-  body.innerHTML = content.html;
+  const body = rendered(content.html, { cls: "prose lesson-body" });
   const doneBtn = h("button", { type: "button", "data-focus-after-terminal": "" }, theme.completed ? "Completed ✓" : "Mark as completed");
   if (theme.completed) doneBtn.classList.add("ghost");
   doneBtn.addEventListener("click", async () => {

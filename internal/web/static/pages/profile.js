@@ -1,7 +1,7 @@
 // The profile: avatar upload and removal, name, bio, e-mail, password.
 import { api, session } from "../api.js";
 import { h, clear, toast } from "../dom.js";
-import { signOut } from "../app.js";
+import { signOut } from "../signout.js";
 
 /** render draws the caller's profile. */
 export async function render(ctx) {

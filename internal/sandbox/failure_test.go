@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,77 +16,11 @@ import (
 	"tuxlab/internal/store/storetest"
 )
 
-// fakeEngine is an engine that works, as a sandboxtest.Runtime whose fields
-// a test replaces to make one call fail. It records what was removed.
-type fakeEngine struct {
-	sandboxtest.Runtime
-	mu      sync.Mutex
-	running map[string]bool
-	removed []string
-}
-
-func newFakeEngine() *fakeEngine {
-	e := &fakeEngine{running: map[string]bool{}}
-	n := 0
-	e.Runtime = sandboxtest.Runtime{
-		ImageExistsFn:    func(context.Context, string) (bool, error) { return true, nil },
-		ToolsVolumeFn:    func(context.Context, string) (string, error) { return "tools", nil },
-		ProbeDiskQuotaFn: func(context.Context, string) error { return nil },
-		ListFn:           func(context.Context, map[string]string) ([]sandbox.Instance, error) { return nil, nil },
-		CreateFn: func(context.Context, sandbox.Spec) (string, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			n++
-			id := fmt.Sprintf("fake-%d", n)
-			e.running[id] = false
-			return id, nil
-		},
-		StartFn: func(_ context.Context, id string) error { return e.set(id, true) },
-		StopFn:  func(_ context.Context, id string, _ time.Duration) error { return e.set(id, false) },
-		InspectFn: func(_ context.Context, id string) (sandbox.State, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			running, ok := e.running[id]
-			if !ok {
-				return sandbox.State{}, sandbox.ErrGone
-			}
-			return sandbox.State{Running: running}, nil
-		},
-		RemoveFn: func(_ context.Context, id string) error {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.removed = append(e.removed, id)
-			if _, ok := e.running[id]; !ok {
-				return sandbox.ErrGone
-			}
-			delete(e.running, id)
-			return nil
-		},
-	}
-	return e
-}
-
-func (e *fakeEngine) set(id string, running bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.running[id]; !ok {
-		return sandbox.ErrGone
-	}
-	e.running[id] = running
-	return nil
-}
-
-func (e *fakeEngine) removedIDs() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.removed...)
-}
-
 // fakeFixture is a sandbox service on db over a fake engine, with a learner
 // and the BusyBox template.
 type fakeFixture struct {
 	db     *store.DB
-	engine *fakeEngine
+	engine *sandboxtest.Engine
 	svc    *sandbox.Service
 	user   sandbox.Actor
 	tpl    int64
@@ -102,7 +35,7 @@ func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 	if err := db.CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeFixture{db: db, engine: newFakeEngine(), user: sandbox.Actor{UserID: u.ID}}
+	f := &fakeFixture{db: db, engine: sandboxtest.NewEngine(), user: sandbox.Actor{UserID: u.ID}}
 	svc, err := sandbox.NewService(ctx, db, f.engine, sandbox.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -141,23 +74,23 @@ func TestCreateLeavesNothingWhenTheEngineFails(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		break_      func(e *fakeEngine)
+		break_      func(e *sandboxtest.Engine)
 		kind        errs.Kind
 		wantRemoved bool
 	}{
-		{"image check", func(e *fakeEngine) {
+		{"image check", func(e *sandboxtest.Engine) {
 			e.ImageExistsFn = func(context.Context, string) (bool, error) { return false, errEngineDown }
 		}, errs.Unavailable, false},
-		{"tools volume", func(e *fakeEngine) {
+		{"tools volume", func(e *sandboxtest.Engine) {
 			e.ToolsVolumeFn = func(context.Context, string) (string, error) { return "", sandbox.ErrToolsMissing }
 		}, errs.Unavailable, false},
-		{"create", func(e *fakeEngine) {
+		{"create", func(e *sandboxtest.Engine) {
 			e.CreateFn = func(context.Context, sandbox.Spec) (string, error) { return "", errEngineDown }
 		}, errs.Unavailable, false},
-		{"start", func(e *fakeEngine) {
+		{"start", func(e *sandboxtest.Engine) {
 			e.StartFn = func(context.Context, string) error { return errEngineDown }
 		}, errs.Unavailable, true},
-		{"start of a container removed meanwhile", func(e *fakeEngine) {
+		{"start of a container removed meanwhile", func(e *sandboxtest.Engine) {
 			e.StartFn = func(context.Context, string) error { return sandbox.ErrGone }
 		}, anyKind, true},
 	}
@@ -173,7 +106,7 @@ func TestCreateLeavesNothingWhenTheEngineFails(t *testing.T) {
 				if rows := f.rows(t); len(rows) != 0 {
 					t.Errorf("a failed creation left rows: %+v", rows[0])
 				}
-				if removed := f.engine.removedIDs(); tt.wantRemoved != (len(removed) == 1) {
+				if removed := f.engine.Removed(); tt.wantRemoved != (len(removed) == 1) {
 					t.Errorf("removed from the engine: %v (want the new container: %v)", removed, tt.wantRemoved)
 				}
 			})

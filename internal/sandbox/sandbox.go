@@ -246,8 +246,12 @@ type Runtime interface {
 	// returns ErrToolsMissing when the image is not on the engine.
 	ToolsVolume(ctx context.Context, image string) (string, error)
 	// Changes lists the paths of a container's file system that differ from
-	// its image: modified, added or deleted, in no set order. It returns
-	// ErrGone if the container does not exist.
+	// its image: modified, added or deleted, in no set order. Mount points
+	// the engine adds in system directories on every container (Docker's
+	// init) are left out, so a fresh sandbox never looks tampered with;
+	// others (ToolsDir) and what the driver writes at Create
+	// (/etc/machine-id) are listed.
+	// It returns ErrGone if the container does not exist.
 	Changes(ctx context.Context, engineID string) ([]Change, error)
 	// Run runs a command without a TTY to its end: stdin (nil for none) is
 	// fed to it and then closed, and its stdout and stderr are copied

@@ -228,6 +228,9 @@ func (c *contract) lifecycle(t *testing.T) {
 	if in, ok := c.listed(t, id); !ok || !in.State.Running {
 		t.Fatalf("List after Start = %+v, %v", in, ok)
 	}
+	if changes, err := c.rt.Changes(ctx, id); err != nil || slices.ContainsFunc(changes, addedToSystem) {
+		t.Errorf("Changes of a container nothing ran in = %+v, %v; want nothing added to a system directory", changes, err)
+	}
 
 	t.Run("Run", func(t *testing.T) { c.runs(t, id) })
 	t.Run("ExecWithoutTTY", func(t *testing.T) { c.execPlain(t, id) })
@@ -419,4 +422,18 @@ func (c *contract) diskQuota(t *testing.T) {
 	if cerr == nil {
 		c.rt.Remove(ctx, id)
 	}
+}
+
+// addedToSystem reports whether ch adds a path in a directory of system
+// programs or libraries, which would make a fresh sandbox look tampered with.
+func addedToSystem(ch sandbox.Change) bool {
+	if ch.Kind != sandbox.ChangeAdded {
+		return false
+	}
+	for _, d := range []string{"/bin/", "/sbin/", "/lib/", "/usr/bin/", "/usr/sbin/", "/usr/lib/"} {
+		if strings.HasPrefix(ch.Path, d) {
+			return true
+		}
+	}
+	return false
 }

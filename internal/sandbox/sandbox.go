@@ -135,51 +135,131 @@ type ExecSpec struct {
 	Rows uint
 }
 
-// Session is a running exec: its input and output, a terminal size, and its end.
+// Session is a running exec: its input and output, a terminal size, and its
+// end. Its methods may be called from different goroutines (one reading, one
+// writing, one resizing), but each of them from one goroutine at a time.
 type Session interface {
+	// Read returns the command's output: with a TTY the terminal's raw
+	// bytes, without one stdout and stderr as the driver joins them. It
+	// returns io.EOF (or another error) once the stream has ended, which is
+	// not the command's end: see Wait.
+	//
+	// Write feeds the command's input. Close ends the stream and releases
+	// it; it returns nil, also when called again. Closing the stream does
+	// not promise that the command ends: a command with a TTY sees its
+	// terminal hang up on most engines, but Docker 20.10 leaves an exec
+	// running when its stream closes, so callers that need the command
+	// gone must end it themselves (the terminal relay and reap do).
 	io.ReadWriteCloser
+	// Resize sets the size of the session's terminal (TTY sessions only).
+	// It returns ErrGone if the exec or its container no longer exists,
+	// ErrRuntimeUnavailable if the engine cannot be reached, or ctx's error.
 	Resize(ctx context.Context, cols, rows uint) error
-	// Wait returns the exit code once the command has ended.
+	// Wait blocks until the command has ended and returns its exit code.
+	// Its stream's end comes first: the driver waits until the engine has
+	// recorded the code. It returns ctx's error if ctx ends first,
+	// ErrGone if the container was removed meanwhile, and
+	// ErrRuntimeUnavailable if the engine cannot be reached; the code is
+	// then -1.
 	Wait(ctx context.Context) (int, error)
 }
 
-// Runtime is the container engine as tuxlab needs it. It is kept narrow so
-// that a Kubernetes driver can implement it beside the Docker one. Methods
-// return ErrRuntimeUnavailable when the engine cannot be reached and
-// ErrGone when the container does not exist.
+// Runtime is the container engine as tuxlab needs it: the port the sandbox
+// service, labs and exams talk to, with one driver per engine
+// (internal/sandbox/docker today; a Kubernetes or machine driver later).
+// Every driver passes the contract suite of internal/sandbox/sandboxtest,
+// and sandboxtest.Runtime is a fake made of function fields for tests of
+// failure paths.
+//
+// The errors below are the domain's; a driver wraps the engine's own error
+// with them (errors.Is finds both). Every method also returns
+// ErrRuntimeUnavailable when the engine cannot be reached, and ctx's error
+// when ctx ends first. Any other error is the engine refusing the request,
+// which callers treat as an internal error.
+//
+// Engine quirks stay in the driver where it can hide them. Two it cannot,
+// which callers must allow for: an engine may ignore an exec's initial
+// terminal size (Docker before API 1.42, e.g. 20.10: ExecSpec.Cols and Rows
+// are a hint, and a resize can only follow the start), and closing a
+// Session may leave its command running (Docker 20.10). The terminal sets
+// its size inside the sandbox before the shell starts and hangs itself up
+// (terminal.go) for these reasons.
 type Runtime interface {
+	// Ping checks that the engine answers: nil, or ErrRuntimeUnavailable.
 	Ping(ctx context.Context) error
+	// ImageExists reports whether image is on the engine; a missing image
+	// is false with no error.
 	ImageExists(ctx context.Context, image string) (bool, error)
-	// EnsureNetwork makes an internal network (no route out of the host)
-	// unless it exists; RemoveNetwork removes one nothing uses.
+	// EnsureNetwork makes an internal network named name (no route out of
+	// the host, no address of the host on it) carrying labels, unless it
+	// exists; a second call with the same name changes nothing.
 	EnsureNetwork(ctx context.Context, name string, labels map[string]string) error
+	// RemoveNetwork removes a network nothing uses. A network that is gone,
+	// or still in use (it goes with its last container), is nil too.
 	RemoveNetwork(ctx context.Context, name string) error
-	// ProbeDiskQuota reports ErrNoDiskQuota when the engine's storage driver
-	// cannot limit a container's writable layer (image: one that exists).
+	// ProbeDiskQuota returns nil when the engine can limit a container's
+	// writable layer (Spec.DiskMB), and ErrNoDiskQuota when its storage
+	// cannot (image: one that exists). It leaves nothing behind.
 	ProbeDiskQuota(ctx context.Context, image string) error
 	// DiskUsage returns the disk space each container of engineIDs takes
 	// beyond its image, in bytes: its writable layer, counted in allocated
 	// blocks where the engine allows (sparse files cost what they hold), and
 	// the files its processes deleted but hold open. Containers that no
-	// longer exist are left out. With an error it may still answer for some.
+	// longer exist are left out (no ErrGone). With an error it may still
+	// answer for some.
 	DiskUsage(ctx context.Context, engineIDs []string) (map[string]int64, error)
+	// Create makes a container from s, hardened as Spec says, not started,
+	// and returns its engine id. It returns ErrNoDiskQuota when s.DiskMB is
+	// set and the engine cannot apply it. A failed Create leaves nothing
+	// behind. A network s.Network names must exist by Start: a missing one
+	// is ErrGone from Create or from Start (Docker's answer is Start's).
 	Create(ctx context.Context, s Spec) (engineID string, err error)
+	// Start starts a created or stopped container; starting a running one
+	// changes nothing. It returns ErrGone if the container, or the network
+	// it was created on, does not exist.
 	Start(ctx context.Context, engineID string) error
+	// Stop asks the container's main process to end (Spec.StopSignal) and
+	// kills it after grace; stopping a stopped container changes nothing.
+	// It returns ErrGone if the container does not exist.
 	Stop(ctx context.Context, engineID string, grace time.Duration) error
+	// Remove deletes a container, running or not, with what it wrote. It
+	// returns ErrGone if the container does not exist (callers that only
+	// want it gone ignore that).
 	Remove(ctx context.Context, engineID string) error
+	// Inspect returns a container's state, with Created set. It returns
+	// ErrGone if the container does not exist.
 	Inspect(ctx context.Context, engineID string) (State, error)
+	// List returns the containers carrying every one of labels (key and
+	// value), running or not; their State has Running and Status only. No
+	// match is an empty list, not an error.
 	List(ctx context.Context, labels map[string]string) ([]Instance, error)
+	// Exec starts s.Cmd in a running container and returns its session,
+	// with a terminal when s.TTY (of s.Cols × s.Rows, which an engine may
+	// ignore: see above). It returns ErrGone if the container does not
+	// exist, and the engine's refusal (wrapped, not ErrGone) if it exists
+	// but is not running. A command that cannot be found is not an error of
+	// Exec: its session ends with the shell's code for it (126 or 127).
 	Exec(ctx context.Context, engineID string, s ExecSpec) (Session, error)
-	// ToolsVolume returns the name of a volume holding the /tuxlab directory
-	// of image (the trusted tools), made and filled once per image id. It
+	// ToolsVolume returns the name of a volume holding the /tuxlab
+	// directory of image (the trusted tools), made and filled once per
+	// image id, which Spec.ToolsVolume mounts read-only at ToolsDir. It
 	// returns ErrToolsMissing when the image is not on the engine.
 	ToolsVolume(ctx context.Context, image string) (string, error)
 	// Changes lists the paths of a container's file system that differ from
-	// its image: modified, added or deleted.
+	// its image: modified, added or deleted, in no set order. Mount points
+	// the engine adds in system directories on every container (Docker's
+	// init) are left out, so a fresh sandbox never looks tampered with;
+	// others (ToolsDir) and what the driver writes at Create
+	// (/etc/machine-id) are listed.
+	// It returns ErrGone if the container does not exist.
 	Changes(ctx context.Context, engineID string) ([]Change, error)
-	// Run runs a command without a TTY to its end: stdin is fed to it and
-	// then closed, and its stdout and stderr are copied apart. It returns the
-	// exit code. When ctx ends first, Run stops reading and returns ctx's error.
+	// Run runs a command without a TTY to its end: stdin (nil for none) is
+	// fed to it and then closed, and its stdout and stderr are copied
+	// apart. It returns the command's exit code; a command that exits
+	// non-zero is not an error. When ctx ends first, Run stops reading and
+	// returns ctx's error with -1 (the command may go on: callers that
+	// need it ended reap it). It returns ErrGone if the container does not
+	// exist, and the engine's refusal if it is not running.
 	Run(ctx context.Context, engineID string, s ExecSpec, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 }
 

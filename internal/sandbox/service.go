@@ -590,11 +590,7 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 	}
 	rt, _ := s.rt()
 	if err := rt.Start(ctx, c.EngineID); err != nil {
-		s.store.UpdateContainer(context.WithoutCancel(ctx), c.ID, func(c *Container) error {
-			c.Status, c.StatusDetail, c.StoppedAt = StatusStopped, "The engine could not start this sandbox", prevStopped
-			return nil
-		})
-		return nil, err
+		return nil, s.startFailed(context.WithoutCancel(ctx), c, prevStopped, err)
 	}
 	// A sandbox stopped from inside (root ending its keep-alive) kept what it
 	// wrote since it was last measured: measure it before it is used again.
@@ -610,6 +606,27 @@ func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, err
 		return nil, errs.E(errs.Conflict, "This sandbox is broken ("+c.StatusDetail+"): delete it and create a new one")
 	}
 	return s.store.FindContainerByID(ctx, c.ID)
+}
+
+// startFailed undoes the reservation of a start the engine refused (err) and
+// returns the error for the caller. A container that no longer exists (it
+// vanished between the refresh and the start) makes the row broken, as a
+// refresh would have; any other failure leaves it stopped, to try again.
+func (s *Service) startFailed(ctx context.Context, c *Container, prevStopped *time.Time, err error) error {
+	status, detail := StatusStopped, "The engine could not start this sandbox"
+	if errors.Is(err, ErrGone) {
+		status, detail = StatusError, "The container vanished from the engine: delete this sandbox and create a new one"
+		err = errs.E(errs.Conflict, "This sandbox is broken ("+detail+"): delete it and create a new one")
+	}
+	seen := c.EngineID
+	s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+		if c.EngineID != seen {
+			return nil // changed meanwhile: that is newer
+		}
+		c.Status, c.StatusDetail, c.StoppedAt = status, detail, prevStopped
+		return nil
+	})
+	return err
 }
 
 // Stop stops a running sandbox; stopping a stopped one changes nothing.

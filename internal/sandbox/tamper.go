@@ -88,10 +88,6 @@ const (
 	alternatives = "/etc/alternatives/"
 )
 
-// engineInit is where the engine bind-mounts its init (PID 1, read-only): an
-// added path in the container's layer that no package explains.
-var engineInit = map[string]bool{"/sbin/docker-init": true, "/usr/sbin/docker-init": true}
-
 // suspicion is what a container's changes tell before looking inside it.
 type suspicion struct {
 	verify  []Change // changed or added paths dpkg's records must explain
@@ -104,7 +100,7 @@ type suspicion struct {
 func suspects(changes []Change) suspicion {
 	var s suspicion
 	for _, c := range changes {
-		if c.Kind == ChangeDeleted || (c.Kind == ChangeAdded && engineInit[c.Path]) {
+		if c.Kind == ChangeDeleted {
 			continue
 		}
 		switch {

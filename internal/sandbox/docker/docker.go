@@ -358,7 +358,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sand
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return &session{r: r, id: created.ID, conn: att.HijackedResponse}, nil
+	sess := &session{r: r, id: created.ID, conn: att.HijackedResponse, out: att.HijackedResponse.Reader}
+	if !s.TTY {
+		// Without a TTY the engine frames stdout and stderr on one stream;
+		// the session hands out their bytes, as the interface promises.
+		pr, pw := io.Pipe()
+		go func() {
+			_, err := stdcopy.StdCopy(pw, pw, att.HijackedResponse.Reader)
+			pw.CloseWithError(err)
+		}()
+		sess.out = pr
+	}
+	return sess, nil
 }
 
 // Run runs a command without a TTY: the engine multiplexes stdout and stderr
@@ -396,15 +407,17 @@ func (r *Runtime) Run(ctx context.Context, id string, s sandbox.ExecSpec, stdin 
 	return (&session{r: r, id: created.ID}).Wait(ctx)
 }
 
-// session is an attached exec. With a TTY the stream is raw terminal bytes.
+// session is an attached exec. With a TTY the stream is raw terminal bytes;
+// without one, out is the stream taken apart.
 type session struct {
 	r    *Runtime
 	id   string
 	conn client.HijackedResponse
+	out  io.Reader
 	once sync.Once
 }
 
-func (s *session) Read(p []byte) (int, error)  { return s.conn.Reader.Read(p) }
+func (s *session) Read(p []byte) (int, error)  { return s.out.Read(p) }
 func (s *session) Write(p []byte) (int, error) { return s.conn.Conn.Write(p) }
 
 // Close ends the stream; the shell sees its terminal hang up and exits.

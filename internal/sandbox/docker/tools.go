@@ -98,8 +98,14 @@ func (r *Runtime) runFiller(ctx context.Context, image, volume string) error {
 	}
 }
 
-// Changes lists what differs in a container's file system from its image.
-// The engine walks only the container's writable layer.
+// engineInit is where the engine bind-mounts its init (Create sets Init):
+// the mount point shows as a path added to the container's layer, which
+// nothing in the container made.
+var engineInit = map[string]bool{"/sbin/docker-init": true, "/usr/sbin/docker-init": true}
+
+// Changes lists what differs in a container's file system from its image,
+// without the mount point of the engine's init. The engine walks only the
+// container's writable layer.
 func (r *Runtime) Changes(ctx context.Context, id string) ([]sandbox.Change, error) {
 	res, err := r.c.ContainerDiff(ctx, id, client.ContainerDiffOptions{})
 	if err != nil {
@@ -111,6 +117,9 @@ func (r *Runtime) Changes(ctx context.Context, id string) ([]sandbox.Change, err
 		switch c.Kind {
 		case container.ChangeAdd:
 			kind = sandbox.ChangeAdded
+			if engineInit[c.Path] {
+				continue
+			}
 		case container.ChangeDelete:
 			kind = sandbox.ChangeDeleted
 		}

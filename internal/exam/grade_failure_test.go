@@ -1,0 +1,76 @@
+package exam_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"tuxlab/internal/attempt"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/errs"
+	"tuxlab/internal/exam"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/sandboxtest"
+	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
+)
+
+// TestSubmitWhenTheEngineFails: a submission whose practical checks cannot
+// run (the engine stops answering) answers the engine's error and releases
+// the attempt untouched: still in progress, not being graded, without
+// answers or results, so the learner can submit again.
+func TestSubmitWhenTheEngineFails(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC()
+		u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
+			PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+		engine := sandboxtest.NewEngine()
+		sandboxes, err := sandbox.NewService(ctx, db, engine, sandbox.Options{Log: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sandboxes.EnsureDefaultTemplates(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exams := exam.NewService(db.Exams(), sandboxes, exam.Options{Log: discard})
+		slug, title := "engine-fails", "Engine fails"
+		e, err := exams.Create(ctx, exam.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
+			Questions: []exam.QuestionInput{{Kind: exam.Practical, Prompt: "Make /tmp/x", Check: "test -f /tmp/x"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := sandbox.Actor{UserID: u.ID}
+		started, _, err := exams.Start(ctx, a, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		engine.RunFn = func(context.Context, string, sandbox.ExecSpec, io.Reader, io.Writer, io.Writer) (int, error) {
+			return -1, fmt.Errorf("%w: connection reset", sandbox.ErrRuntimeUnavailable)
+		}
+		if got, _, err := exams.Submit(ctx, a, e.ID, exam.Submission{}); err == nil || !errs.Is(err, errs.Unavailable) {
+			t.Fatalf("Submit = %+v, %v; want the engine's 503", got, err)
+		}
+		after, err := db.Exams().FindAttemptByID(ctx, started.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Status != attempt.InProgress || after.GradingSince != nil || after.FinishedAt != nil ||
+			len(after.Answers) != 0 || len(after.Results) != 0 {
+			t.Errorf("after a failed submission the attempt is %+v; want it in progress, released, unanswered", after)
+		}
+	})
+}

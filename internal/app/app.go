@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	}
 	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
 		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
-	a.Auth = auth.NewService(db, auth.Options{
+	a.Auth = auth.NewService(db.Users(), auth.Options{
 		Sessions:           a.Terminals,
 		Secret:             []byte(cfg.SecretKey),
 		TokenTTL:           cfg.TokenTTL,

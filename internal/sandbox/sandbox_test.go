@@ -45,7 +45,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	now := time.Now().UTC()
 	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
 		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
+	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{db: db, rt: rt, clock: &clock{t: now}, user: sandbox.Actor{UserID: u.ID}}

@@ -251,7 +251,7 @@ func (a *App) registerMetrics() {
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n, err := a.DB.CountRunning(ctx)
+		n, err := a.DB.Sandboxes().CountRunning(ctx)
 		if err != nil {
 			return -1
 		}
@@ -279,7 +279,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		rt, a.engine = d, d
 	}
 	var err error
-	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
+	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,

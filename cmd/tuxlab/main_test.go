@@ -475,7 +475,7 @@ func setting(t *testing.T, env map[string]string, key string) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	v, err := db.Setting(context.Background(), key)
+	v, err := db.Sandboxes().Setting(context.Background(), key)
 	if err != nil || v == "" {
 		t.Fatalf("setting %s: %q %v", key, v, err)
 	}

@@ -171,7 +171,7 @@ func (e *Env) CreateUser(username string, role auth.Role) *User {
 	now := e.DB.Now().UTC()
 	u := &auth.User{Username: username, Email: strings.ToLower(username) + "@tuxlab.org", PasswordHash: passwordHash(),
 		Role: role, IsActive: true, PasswordChangedAt: now.Add(-1e9), CreatedAt: now, UpdatedAt: now}
-	if err := e.DB.CreateUser(context.Background(), u); err != nil {
+	if err := e.DB.Users().CreateUser(context.Background(), u); err != nil {
 		e.T.Fatalf("create user %s: %v", username, err)
 	}
 	return &User{User: u, Token: e.Token(u)}

@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	}
 	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
 		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
-	a.Auth = auth.NewService(db, auth.Options{
+	a.Auth = auth.NewService(db.Users(), auth.Options{
 		Sessions:           a.Terminals,
 		Secret:             []byte(cfg.SecretKey),
 		TokenTTL:           cfg.TokenTTL,
@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
 	})
-	a.Lessons = lesson.NewService(db, db.Activity(), cfg.Now)
+	a.Lessons = lesson.NewService(db.Lessons(), db.Activity(), cfg.Now)
 	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
@@ -251,7 +251,7 @@ func (a *App) registerMetrics() {
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n, err := a.DB.CountRunning(ctx)
+		n, err := a.DB.Sandboxes().CountRunning(ctx)
 		if err != nil {
 			return -1
 		}
@@ -279,7 +279,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		rt, a.engine = d, d
 	}
 	var err error
-	a.Sandboxes, err = sandbox.NewService(ctx, a.DB, rt, sandbox.Options{
+	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,

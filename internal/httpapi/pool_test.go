@@ -190,7 +190,7 @@ func TestWarmPoolOfADeadProcess(t *testing.T) {
 		eventually(t, time.Minute, "the live replica's warm sandbox", func() bool { return live.App.Sandboxes.Warm(tpl) == 1 })
 		livePool := poolOf(t, docker, e, tpl)
 		// A process killed without a word, and one whose heartbeat stopped.
-		if err := e.DB.SetSetting(ctx, "pool_heartbeat:stopped", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)); err != nil {
+		if err := e.DB.Sandboxes().SetSetting(ctx, "pool_heartbeat:stopped", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)); err != nil {
 			t.Fatal(err)
 		}
 		killed, stopped := poolEntry("killed"), poolEntry("stopped")
@@ -211,7 +211,7 @@ func TestWarmPoolOfADeadProcess(t *testing.T) {
 		if len(left) != len(livePool) || live.App.Sandboxes.Warm(tpl) != 1 {
 			t.Fatalf("after a start: %v, live pool %v", left, livePool)
 		}
-		if v, err := e.DB.Setting(ctx, "pool_heartbeat:stopped"); err != nil || v != "" {
+		if v, err := e.DB.Sandboxes().Setting(ctx, "pool_heartbeat:stopped"); err != nil || v != "" {
 			t.Fatalf("the dead process's heartbeat stayed: %q %v", v, err)
 		}
 	})

@@ -203,7 +203,7 @@ func templateB(b *testing.B, e *apitest.Env, name string) templateBody {
 func busyboxTemplateB(b *testing.B, e *apitest.Env) int64 { return templateB(b, e, "BusyBox").ID }
 
 func engineIDB(b *testing.B, e *apitest.Env, id int64) string {
-	c, err := e.DB.FindContainerByID(context.Background(), id)
+	c, err := e.DB.Sandboxes().FindContainerByID(context.Background(), id)
 	if err != nil {
 		b.Fatal(err)
 	}

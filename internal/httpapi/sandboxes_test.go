@@ -77,7 +77,7 @@ func createSandbox(t *testing.T, e *apitest.Env, token string, templateID int64)
 // engineID reads a container's engine id from the store (the API does not show it).
 func engineID(t *testing.T, e *apitest.Env, id int64) string {
 	t.Helper()
-	c, err := e.DB.FindContainerByID(context.Background(), id)
+	c, err := e.DB.Sandboxes().FindContainerByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +720,7 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 				t.Fatalf("a concurrent create answered %d: %v", s, statuses)
 			}
 		}
-		n, err := e.DB.CountRunning(context.Background())
+		n, err := e.DB.Sandboxes().CountRunning(context.Background())
 		if created != hostCap || err != nil || n != hostCap {
 			t.Fatalf("%d created, %d running (%v) with a host cap of %d: %v", created, n, err, hostCap, statuses)
 		}

@@ -538,7 +538,7 @@ func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
 	tc := dialSized(t, e, createSandbox(t, e, u.Token, busyboxTemplate(t, e)).ID, u.Token, 80, 24)
 	tc.send("echo ready-$((1+1))\n")
 	tc.waitFor("ready-2")
-	if _, err := e.DB.UpdateUser(context.Background(), u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil }); err != nil {
+	if _, err := e.DB.Users().UpdateUser(context.Background(), u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	expectEnded(t, tc.readToClose(), 403, "User account is inactive")

@@ -33,12 +33,12 @@ func newDiskFixture(t *testing.T, pids int) *diskFixture {
 	db := storetest.Open(t, store.SQLite)
 	f := newFixture(t, db)
 	ctx := context.Background()
-	tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tpl.ID, tpl.Name, tpl.DiskMB, tpl.MemoryMB, tpl.PidsLimit = 0, "small-disk", 32, 256, pids
-	if err := db.CreateTemplate(ctx, tpl); err != nil {
+	if err := db.Sandboxes().CreateTemplate(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
 	watch := f.service(t, f.rt, sandbox.Options{DiskWatchOnly: true, MaxRunningPerUser: 3, StopGrace: time.Second})
@@ -68,7 +68,7 @@ func (d *diskFixture) run(t *testing.T, id int64, script string) string {
 func (d *diskFixture) removedOverDisk(t *testing.T, id int64, engineID string) {
 	t.Helper()
 	ctx := context.Background()
-	got, err := d.db.FindContainerByID(ctx, id)
+	got, err := d.db.Sandboxes().FindContainerByID(ctx, id)
 	if err != nil || got.Status != sandbox.StatusError || !strings.Contains(got.StatusDetail, "over its disk limit of 32 MiB") {
 		t.Fatalf("not removed for its disk use: %+v %v", got, err)
 	}
@@ -189,7 +189,7 @@ func TestStorageLabFitsTheDefaultDisk(t *testing.T) {
 	if i < 0 {
 		t.Fatal("no storage-lab in the bundled curriculum")
 	}
-	tpl, err := db.FindTemplateByName(ctx, files[i].Template)
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, files[i].Template)
 	if err != nil {
 		t.Fatal(err)
 	}

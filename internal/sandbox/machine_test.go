@@ -23,7 +23,7 @@ func TestJournalAfterRestart(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
 	f := newFixture(t, db)
 	ctx := context.Background()
-	tpl, err := db.FindTemplateByName(ctx, "Debian")
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "Debian")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	now := time.Now().UTC()
 	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
 		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
+	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{db: db, rt: rt, clock: &clock{t: now}, user: sandbox.Actor{UserID: u.ID}}
@@ -53,13 +53,13 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	if err := f.svc.EnsureDefaultTemplates(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.tpl = tpl.ID
 	t.Cleanup(func() {
-		cs, _, _ := db.FindContainers(context.Background(), sandbox.ContainerFilter{})
+		cs, _, _ := db.Sandboxes().FindContainers(context.Background(), sandbox.ContainerFilter{})
 		for _, c := range cs {
 			if c.EngineID != "" {
 				rt.Remove(context.Background(), c.EngineID)
@@ -74,7 +74,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 func (f *fixture) service(t *testing.T, rt sandbox.Runtime, opt sandbox.Options) *sandbox.Service {
 	t.Helper()
 	opt.Now, opt.Log = f.clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := sandbox.NewService(context.Background(), f.db, rt, opt)
+	svc, err := sandbox.NewService(context.Background(), f.db.Sandboxes(), rt, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +172,11 @@ func TestReconcile(t *testing.T) {
 		if _, err := f.rt.Inspect(ctx, foreign); err != nil {
 			t.Fatalf("another install's container was touched: %v", err)
 		}
-		got, err := db.FindContainerByID(ctx, vanished.ID)
+		got, err := db.Sandboxes().FindContainerByID(ctx, vanished.ID)
 		if err != nil || got.Status != sandbox.StatusError || !strings.Contains(got.StatusDetail, "vanished") {
 			t.Fatalf("vanished row: %+v %v", got, err)
 		}
-		if got, _ := db.FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusRunning {
+		if got, _ := db.Sandboxes().FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusRunning {
 			t.Fatalf("kept row: %+v", got)
 		}
 		// A broken sandbox cannot be started, and can be deleted.
@@ -193,7 +193,7 @@ func TestReconcile(t *testing.T) {
 		if err := f.svc.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := db.FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusStopped || got.StoppedAt == nil {
+		if got, _ := db.Sandboxes().FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusStopped || got.StoppedAt == nil {
 			t.Fatalf("externally stopped: %+v", got)
 		}
 	})
@@ -225,7 +225,7 @@ func TestReconcileKeepsANewerRow(t *testing.T) {
 			if engineID != c.EngineID {
 				return
 			}
-			_, err := db.UpdateContainer(ctx, c.ID, func(c *sandbox.Container) error {
+			_, err := db.Sandboxes().UpdateContainer(ctx, c.ID, func(c *sandbox.Container) error {
 				c.Status, c.EngineID, c.StatusDetail = sandbox.StatusError, "", why
 				return nil
 			})
@@ -240,7 +240,7 @@ func TestReconcileKeepsANewerRow(t *testing.T) {
 		if err := svc.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := db.FindContainerByID(ctx, c.ID); err != nil || got.StatusDetail != why {
+		if got, err := db.Sandboxes().FindContainerByID(ctx, c.ID); err != nil || got.StatusDetail != why {
 			t.Fatalf("the newer row was overwritten: %+v %v", got, err)
 		}
 	})
@@ -260,7 +260,7 @@ func TestReconcileEndsUnfinishedCreations(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []int64{started.ID, stopped.ID} {
-			if _, err := db.UpdateContainer(ctx, id, func(c *sandbox.Container) error { c.Status = sandbox.StatusCreating; return nil }); err != nil {
+			if _, err := db.Sandboxes().UpdateContainer(ctx, id, func(c *sandbox.Container) error { c.Status = sandbox.StatusCreating; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -268,17 +268,17 @@ func TestReconcileEndsUnfinishedCreations(t *testing.T) {
 		if err := f.svc.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := db.FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusCreating {
+		if got, _ := db.Sandboxes().FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusCreating {
 			t.Fatalf("a young creating row was changed: %+v", got)
 		}
 		f.clock.Add(3 * time.Minute)
 		if err := f.svc.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := db.FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusRunning {
+		if got, _ := db.Sandboxes().FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusRunning {
 			t.Fatalf("an engine-running creation: %+v", got)
 		}
-		if got, _ := db.FindContainerByID(ctx, stopped.ID); got.Status != sandbox.StatusError {
+		if got, _ := db.Sandboxes().FindContainerByID(ctx, stopped.ID); got.Status != sandbox.StatusError {
 			t.Fatalf("a creation whose container is not running: %+v", got)
 		}
 	})

@@ -368,7 +368,7 @@ func (s *DB) ModuleSlugByID(ctx context.Context, id int64) (string, error) {
 
 // TemplateIDByName resolves a sandbox template's name.
 func (s *DB) TemplateIDByName(ctx context.Context, name string) (int64, error) {
-	t, err := s.FindTemplateByName(ctx, name)
+	t, err := s.Sandboxes().FindTemplateByName(ctx, name)
 	if err != nil {
 		return 0, err
 	}
@@ -377,7 +377,7 @@ func (s *DB) TemplateIDByName(ctx context.Context, name string) (int64, error) {
 
 // TemplateNameByID returns a sandbox template's name.
 func (s *DB) TemplateNameByID(ctx context.Context, id int64) (string, error) {
-	t, err := s.FindTemplateByID(ctx, id)
+	t, err := s.Sandboxes().FindTemplateByID(ctx, id)
 	if err != nil {
 		return "", err
 	}

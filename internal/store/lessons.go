@@ -11,7 +11,14 @@ import (
 	"tuxlab/internal/lesson"
 )
 
-var _ lesson.Store = (*DB)(nil)
+// LessonStore keeps modules, themes, their content and learners' progress.
+// Its writes join the transaction ctx carries from InTx.
+type LessonStore struct{ *DB }
+
+// Lessons returns the lessons' store over the shared pool.
+func (s *DB) Lessons() *LessonStore { return &LessonStore{s} }
+
+var _ lesson.Store = (*LessonStore)(nil)
 
 const (
 	moduleColumns = `id, slug, title, description, order_index, created_at, updated_at`
@@ -39,8 +46,8 @@ func scanTheme(row scanner) (*lesson.Theme, error) {
 }
 
 // FindModules returns every module with its themes, ordered, in two queries.
-func (s *DB) FindModules(ctx context.Context) ([]*lesson.Module, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+moduleColumns+` FROM modules ORDER BY order_index, id`)
+func (s *LessonStore) FindModules(ctx context.Context) ([]*lesson.Module, error) {
+	rows, err := s.q(ctx).QueryContext(ctx, `SELECT `+moduleColumns+` FROM modules ORDER BY order_index, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +67,7 @@ func (s *DB) FindModules(ctx context.Context) ([]*lesson.Module, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = s.db.QueryContext(ctx, `SELECT `+themeColumns+` FROM themes ORDER BY module_id, order_index, id`)
+	rows, err = s.q(ctx).QueryContext(ctx, `SELECT `+themeColumns+` FROM themes ORDER BY module_id, order_index, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +85,12 @@ func (s *DB) FindModules(ctx context.Context) ([]*lesson.Module, error) {
 }
 
 // FindModuleByID returns a module with its themes.
-func (s *DB) FindModuleByID(ctx context.Context, id int64) (*lesson.Module, error) {
-	m, err := scanModule(s.db.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, id))
+func (s *LessonStore) FindModuleByID(ctx context.Context, id int64) (*lesson.Module, error) {
+	m, err := scanModule(s.q(ctx).QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, id))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+themeColumns+` FROM themes WHERE module_id = $1 ORDER BY order_index, id`, id)
+	rows, err := s.q(ctx).QueryContext(ctx, `SELECT `+themeColumns+` FROM themes WHERE module_id = $1 ORDER BY order_index, id`, id)
 	if err != nil {
 		return nil, err
 	}
@@ -100,14 +107,14 @@ func (s *DB) FindModuleByID(ctx context.Context, id int64) (*lesson.Module, erro
 }
 
 // FindThemeByID returns a theme without its content.
-func (s *DB) FindThemeByID(ctx context.Context, id int64) (*lesson.Theme, error) {
-	return scanTheme(s.db.QueryRowContext(ctx, `SELECT `+themeColumns+` FROM themes WHERE id = $1`, id))
+func (s *LessonStore) FindThemeByID(ctx context.Context, id int64) (*lesson.Theme, error) {
+	return scanTheme(s.q(ctx).QueryRowContext(ctx, `SELECT `+themeColumns+` FROM themes WHERE id = $1`, id))
 }
 
 // FindThemeContent returns a theme's Markdown and rendered HTML.
-func (s *DB) FindThemeContent(ctx context.Context, themeID int64) (*lesson.Content, error) {
+func (s *LessonStore) FindThemeContent(ctx context.Context, themeID int64) (*lesson.Content, error) {
 	c := lesson.Content{ThemeID: themeID}
-	err := s.db.QueryRowContext(ctx, `SELECT content_md, content_html, content_updated_at FROM themes WHERE id = $1`, themeID).
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT content_md, content_html, content_updated_at FROM themes WHERE id = $1`, themeID).
 		Scan(&c.Markdown, &c.HTML, &c.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lesson.ErrThemeNotFound
@@ -117,7 +124,7 @@ func (s *DB) FindThemeContent(ctx context.Context, themeID int64) (*lesson.Conte
 }
 
 // FindCompletions returns a user's completed themes and when.
-func (s *DB) FindCompletions(ctx context.Context, userID int64) (map[int64]time.Time, error) {
+func (s *LessonStore) FindCompletions(ctx context.Context, userID int64) (map[int64]time.Time, error) {
 	rows, err := s.queryPrepared(ctx, `SELECT theme_id, completed_at FROM theme_completions WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, err
@@ -137,7 +144,7 @@ func (s *DB) FindCompletions(ctx context.Context, userID int64) (map[int64]time.
 
 // CompleteTheme records the completion once; a second call keeps the first
 // time. It reports whether this call recorded it.
-func (s *DB) CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, bool, error) {
+func (s *LessonStore) CompleteTheme(ctx context.Context, userID, themeID int64, at time.Time) (time.Time, bool, error) {
 	var (
 		out     time.Time
 		created bool
@@ -174,14 +181,14 @@ func slugConflict(err error) error {
 }
 
 // CreateModule inserts m and sets its ID.
-func (s *DB) CreateModule(ctx context.Context, m *lesson.Module) error {
-	err := s.db.QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at)
+func (s *LessonStore) CreateModule(ctx context.Context, m *lesson.Module) error {
+	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, m.Slug, m.Title, m.Description, m.OrderIndex, m.CreatedAt.UTC(), m.UpdatedAt.UTC()).Scan(&m.ID)
 	return slugConflict(err)
 }
 
 // UpdateModule changes the given fields of module id.
-func (s *DB) UpdateModule(ctx context.Context, id int64, u lesson.ModuleUpdate, at time.Time) (*lesson.Module, error) {
+func (s *LessonStore) UpdateModule(ctx context.Context, id int64, u lesson.ModuleUpdate, at time.Time) (*lesson.Module, error) {
 	var out *lesson.Module
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		m, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`+s.dialect.ForUpdate, id))
@@ -208,7 +215,7 @@ func set[T any](dst *T, v *T) {
 }
 
 // DeleteModule removes module id; themes go with it only when cascade is set.
-func (s *DB) DeleteModule(ctx context.Context, id int64, cascade bool) error {
+func (s *LessonStore) DeleteModule(ctx context.Context, id int64, cascade bool) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`+s.dialect.ForUpdate, id)); err != nil {
 			return err
@@ -230,7 +237,7 @@ func (s *DB) DeleteModule(ctx context.Context, id int64, cascade bool) error {
 
 // ReorderModules sets order_index 1..n in the order of ids, which must name
 // every module exactly once.
-func (s *DB) ReorderModules(ctx context.Context, ids []int64, at time.Time) error {
+func (s *LessonStore) ReorderModules(ctx context.Context, ids []int64, at time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := samePermutation(ctx, tx, `SELECT id FROM modules`, ids); err != nil {
 			return err
@@ -245,7 +252,7 @@ func (s *DB) ReorderModules(ctx context.Context, ids []int64, at time.Time) erro
 }
 
 // ReorderThemes sets order_index 1..n for the themes of a module in the order of ids.
-func (s *DB) ReorderThemes(ctx context.Context, moduleID int64, ids []int64, at time.Time) error {
+func (s *LessonStore) ReorderThemes(ctx context.Context, moduleID int64, ids []int64, at time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, moduleID)); err != nil {
 			return err
@@ -296,7 +303,7 @@ func samePermutation(ctx context.Context, tx *sql.Tx, query string, ids []int64,
 }
 
 // CreateTheme inserts t with its content and sets its ID.
-func (s *DB) CreateTheme(ctx context.Context, t *lesson.Theme, c *lesson.Content) error {
+func (s *LessonStore) CreateTheme(ctx context.Context, t *lesson.Theme, c *lesson.Content) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, t.ModuleID)); err != nil {
 			return err
@@ -310,7 +317,7 @@ func (s *DB) CreateTheme(ctx context.Context, t *lesson.Theme, c *lesson.Content
 }
 
 // UpdateTheme changes the given fields of theme id; a new module must exist.
-func (s *DB) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeUpdate, at time.Time) (*lesson.Theme, error) {
+func (s *LessonStore) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeUpdate, at time.Time) (*lesson.Theme, error) {
 	var out *lesson.Theme
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		t, err := scanTheme(tx.QueryRowContext(ctx, `SELECT `+themeColumns+` FROM themes WHERE id = $1`+s.dialect.ForUpdate, id))
@@ -337,8 +344,8 @@ func (s *DB) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeUpdate, at
 }
 
 // SetThemeContent replaces a theme's Markdown and HTML.
-func (s *DB) SetThemeContent(ctx context.Context, c *lesson.Content) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE themes SET content_md = $1, content_html = $2, content_updated_at = $3, updated_at = $3 WHERE id = $4`,
+func (s *LessonStore) SetThemeContent(ctx context.Context, c *lesson.Content) error {
+	res, err := s.q(ctx).ExecContext(ctx, `UPDATE themes SET content_md = $1, content_html = $2, content_updated_at = $3, updated_at = $3 WHERE id = $4`,
 		c.Markdown, c.HTML, c.UpdatedAt.UTC(), c.ThemeID)
 	if err != nil {
 		return err
@@ -347,8 +354,8 @@ func (s *DB) SetThemeContent(ctx context.Context, c *lesson.Content) error {
 }
 
 // DeleteTheme removes a theme and the completions of it.
-func (s *DB) DeleteTheme(ctx context.Context, id int64) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM themes WHERE id = $1`, id)
+func (s *LessonStore) DeleteTheme(ctx context.Context, id int64) error {
+	res, err := s.q(ctx).ExecContext(ctx, `DELETE FROM themes WHERE id = $1`, id)
 	if err != nil {
 		return err
 	}
@@ -370,7 +377,7 @@ func requireRow(res sql.Result, notFound error) error {
 // transaction: rows keep their ids (and so learners keep their progress),
 // changed fields are updated, nothing is duplicated, and rows that c does not
 // mention are left alone.
-func (s *DB) ImportCurriculum(ctx context.Context, c *lesson.Curriculum, at time.Time) (lesson.ImportReport, error) {
+func (s *LessonStore) ImportCurriculum(ctx context.Context, c *lesson.Curriculum, at time.Time) (lesson.ImportReport, error) {
 	var r lesson.ImportReport
 	at = at.UTC()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -460,9 +467,9 @@ func upsertTheme(ctx context.Context, tx *sql.Tx, moduleID int64, tf *lesson.The
 }
 
 // CountLessons counts modules, themes and completions.
-func (s *DB) CountLessons(ctx context.Context) (lesson.Stats, error) {
+func (s *LessonStore) CountLessons(ctx context.Context) (lesson.Stats, error) {
 	var st lesson.Stats
-	err := s.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM modules), (SELECT count(*) FROM themes), (SELECT count(*) FROM theme_completions)`).
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT (SELECT count(*) FROM modules), (SELECT count(*) FROM themes), (SELECT count(*) FROM theme_completions)`).
 		Scan(&st.Modules, &st.Themes, &st.Completions)
 	return st, err
 }

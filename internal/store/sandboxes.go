@@ -11,7 +11,14 @@ import (
 	"tuxlab/internal/sandbox"
 )
 
-var _ sandbox.Store = (*DB)(nil)
+// SandboxStore keeps sandbox templates, containers and install-wide
+// settings. Its writes join the transaction ctx carries from InTx.
+type SandboxStore struct{ *DB }
+
+// Sandboxes returns the sandboxes' store over the shared pool.
+func (s *DB) Sandboxes() *SandboxStore { return &SandboxStore{s} }
+
+var _ sandbox.Store = (*SandboxStore)(nil)
 
 const templateColumns = `id, name, description, image, memory_mb, cpu_millis, pids_limit, disk_mb, network, runtime,
 	run_as, shell, cap_add, no_new_privileges, created_at, updated_at`
@@ -45,8 +52,8 @@ func jsonText(v any) string {
 }
 
 // FindTemplates lists templates by id.
-func (s *DB) FindTemplates(ctx context.Context) ([]*sandbox.Template, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates ORDER BY id`)
+func (s *SandboxStore) FindTemplates(ctx context.Context) ([]*sandbox.Template, error) {
+	rows, err := s.q(ctx).QueryContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +70,13 @@ func (s *DB) FindTemplates(ctx context.Context) ([]*sandbox.Template, error) {
 }
 
 // FindTemplateByID returns one template.
-func (s *DB) FindTemplateByID(ctx context.Context, id int64) (*sandbox.Template, error) {
-	return scanTemplate(s.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates WHERE id = $1`, id))
+func (s *SandboxStore) FindTemplateByID(ctx context.Context, id int64) (*sandbox.Template, error) {
+	return scanTemplate(s.q(ctx).QueryRowContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates WHERE id = $1`, id))
 }
 
 // FindTemplateByName returns one template.
-func (s *DB) FindTemplateByName(ctx context.Context, name string) (*sandbox.Template, error) {
-	return scanTemplate(s.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates WHERE name = $1`, name))
+func (s *SandboxStore) FindTemplateByName(ctx context.Context, name string) (*sandbox.Template, error) {
+	return scanTemplate(s.q(ctx).QueryRowContext(ctx, `SELECT `+templateColumns+` FROM sandbox_templates WHERE name = $1`, name))
 }
 
 func templateConflict(err error) error {
@@ -80,8 +87,8 @@ func templateConflict(err error) error {
 }
 
 // CreateTemplate inserts t and sets its ID.
-func (s *DB) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
-	err := s.db.QueryRowContext(ctx, `INSERT INTO sandbox_templates (name, description, image, memory_mb, cpu_millis, pids_limit,
+func (s *SandboxStore) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
+	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO sandbox_templates (name, description, image, memory_mb, cpu_millis, pids_limit,
 		disk_mb, network, runtime, run_as, shell, cap_add, no_new_privileges, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		t.Name, t.Description, t.Image, t.MemoryMB, t.CPUMillis, t.PidsLimit, t.DiskMB, t.Network, t.Runtime, t.User,
@@ -90,8 +97,8 @@ func (s *DB) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
 }
 
 // UpdateTemplate stores every field of t.
-func (s *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sandbox_templates SET name = $1, description = $2, image = $3, memory_mb = $4,
+func (s *SandboxStore) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
+	res, err := s.q(ctx).ExecContext(ctx, `UPDATE sandbox_templates SET name = $1, description = $2, image = $3, memory_mb = $4,
 		cpu_millis = $5, pids_limit = $6, disk_mb = $7, network = $8, runtime = $9, run_as = $10, shell = $11, cap_add = $12,
 		no_new_privileges = $13, updated_at = $14 WHERE id = $15`,
 		t.Name, t.Description, t.Image, t.MemoryMB, t.CPUMillis, t.PidsLimit, t.DiskMB, t.Network, t.Runtime, t.User,
@@ -103,7 +110,7 @@ func (s *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
 }
 
 // DeleteTemplate removes a template that no container uses.
-func (s *DB) DeleteTemplate(ctx context.Context, id int64) error {
+func (s *SandboxStore) DeleteTemplate(ctx context.Context, id int64) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM containers WHERE template_id = $1)
@@ -160,7 +167,7 @@ func timeArg(t *time.Time) any {
 // CreateContainer inserts c once check accepts the user's existing containers.
 // The user's row is locked (PostgreSQL) or the write transaction is exclusive
 // (SQLite), so two creations by one user cannot both pass a quota.
-func (s *DB) CreateContainer(ctx context.Context, c *sandbox.Container, check func([]*sandbox.Container, int) error) error {
+func (s *SandboxStore) CreateContainer(ctx context.Context, c *sandbox.Container, check func([]*sandbox.Container, int) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		running, err := s.lockHostRunning(ctx, tx)
 		if err != nil {
@@ -212,7 +219,7 @@ func (s *DB) lockUserContainers(ctx context.Context, tx *sql.Tx, userID int64) (
 
 // UpdateContainerOfUser applies change to container id with the user's other
 // containers, in one transaction serialised per user.
-func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*sandbox.Container, []*sandbox.Container, int) error) (*sandbox.Container, error) {
+func (s *SandboxStore) UpdateContainerOfUser(ctx context.Context, id int64, change func(*sandbox.Container, []*sandbox.Container, int) error) (*sandbox.Container, error) {
 	c, err := s.FindContainerByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -247,12 +254,12 @@ func (s *DB) UpdateContainerOfUser(ctx context.Context, id int64, change func(*s
 }
 
 // FindContainerByID returns one container.
-func (s *DB) FindContainerByID(ctx context.Context, id int64) (*sandbox.Container, error) {
-	return scanContainer(s.db.QueryRowContext(ctx, `SELECT `+containerColumns+` FROM containers WHERE id = $1`, id))
+func (s *SandboxStore) FindContainerByID(ctx context.Context, id int64) (*sandbox.Container, error) {
+	return scanContainer(s.q(ctx).QueryRowContext(ctx, `SELECT `+containerColumns+` FROM containers WHERE id = $1`, id))
 }
 
 // FindContainers returns the containers f selects, by id, and how many match.
-func (s *DB) FindContainers(ctx context.Context, f sandbox.ContainerFilter) ([]*sandbox.Container, int, error) {
+func (s *SandboxStore) FindContainers(ctx context.Context, f sandbox.ContainerFilter) ([]*sandbox.Container, int, error) {
 	where, args := " WHERE 1 = 1", []any{}
 	if f.UserID != 0 {
 		args = append(args, f.UserID)
@@ -263,7 +270,7 @@ func (s *DB) FindContainers(ctx context.Context, f sandbox.ContainerFilter) ([]*
 		where += fmt.Sprintf(" AND status = $%d", len(args))
 	}
 	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM containers`+where, args...).Scan(&total); err != nil {
+	if err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM containers`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	query := `SELECT ` + containerColumns + ` FROM containers` + where + ` ORDER BY id`
@@ -271,12 +278,12 @@ func (s *DB) FindContainers(ctx context.Context, f sandbox.ContainerFilter) ([]*
 		args = append(args, f.Limit, f.Offset)
 		query += fmt.Sprintf(" LIMIT $%d OFFSET $%d", len(args)-1, len(args))
 	}
-	cs, err := queryAll(ctx, s.db, scanContainer, query, args...)
+	cs, err := queryAll(ctx, s.q(ctx), scanContainer, query, args...)
 	return cs, total, err
 }
 
 // UpdateContainer applies change to container id in one transaction.
-func (s *DB) UpdateContainer(ctx context.Context, id int64, change func(*sandbox.Container) error) (*sandbox.Container, error) {
+func (s *SandboxStore) UpdateContainer(ctx context.Context, id int64, change func(*sandbox.Container) error) (*sandbox.Container, error) {
 	var out *sandbox.Container
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		c, err := scanContainer(tx.QueryRowContext(ctx, `SELECT `+containerColumns+` FROM containers WHERE id = $1`+s.dialect.ForUpdate, id))
@@ -301,8 +308,8 @@ func (s *DB) writeContainer(ctx context.Context, tx *sql.Tx, c *sandbox.Containe
 }
 
 // DeleteContainer removes a container row.
-func (s *DB) DeleteContainer(ctx context.Context, id int64) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM containers WHERE id = $1`, id)
+func (s *SandboxStore) DeleteContainer(ctx context.Context, id int64) error {
+	res, err := s.q(ctx).ExecContext(ctx, `DELETE FROM containers WHERE id = $1`, id)
 	if err != nil {
 		return err
 	}
@@ -310,16 +317,16 @@ func (s *DB) DeleteContainer(ctx context.Context, id int64) error {
 }
 
 // CountRunning counts running (and creating) containers on the whole install.
-func (s *DB) CountRunning(ctx context.Context) (int, error) {
+func (s *SandboxStore) CountRunning(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE status IN ('running', 'creating')`).Scan(&n)
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM containers WHERE status IN ('running', 'creating')`).Scan(&n)
 	return n, err
 }
 
 // Setting returns an install-wide value, or "" when unset.
-func (s *DB) Setting(ctx context.Context, key string) (string, error) {
+func (s *SandboxStore) Setting(ctx context.Context, key string) (string, error) {
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&v)
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -328,21 +335,21 @@ func (s *DB) Setting(ctx context.Context, key string) (string, error) {
 
 // SetSettingIfAbsent stores value under key unless one is there, and returns
 // the value in force.
-func (s *DB) SetSettingIfAbsent(ctx context.Context, key, value string) (string, error) {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, value); err != nil {
+func (s *SandboxStore) SetSettingIfAbsent(ctx context.Context, key, value string) (string, error) {
+	if _, err := s.q(ctx).ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, value); err != nil {
 		return "", err
 	}
 	return s.Setting(ctx, key)
 }
 
 // SetSetting stores value under key, replacing what is there.
-func (s *DB) SetSetting(ctx context.Context, key, value string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+func (s *SandboxStore) SetSetting(ctx context.Context, key, value string) error {
+	_, err := s.q(ctx).ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	return err
 }
 
 // DeleteSetting removes key, if it is there.
-func (s *DB) DeleteSetting(ctx context.Context, key string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM settings WHERE key = $1`, key)
+func (s *SandboxStore) DeleteSetting(ctx context.Context, key string) error {
+	_, err := s.q(ctx).ExecContext(ctx, `DELETE FROM settings WHERE key = $1`, key)
 	return err
 }

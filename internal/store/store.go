@@ -131,16 +131,24 @@ func (s *DB) stmt(ctx context.Context, query string) *sql.Stmt {
 	return st
 }
 
-// queryRowPrepared is QueryRowContext on the pool through a prepared statement.
+// queryRowPrepared is QueryRowContext on the pool through a prepared
+// statement, or in the transaction ctx carries from InTx.
 func (s *DB) queryRowPrepared(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := ctx.Value(txKey{}).(*txState); ok {
+		return st.tx.QueryRowContext(ctx, query, args...)
+	}
 	if st := s.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return s.db.QueryRowContext(ctx, query, args...)
 }
 
-// queryPrepared is QueryContext on the pool through a prepared statement.
+// queryPrepared is QueryContext on the pool through a prepared statement, or
+// in the transaction ctx carries from InTx.
 func (s *DB) queryPrepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := ctx.Value(txKey{}).(*txState); ok {
+		return st.tx.QueryContext(ctx, query, args...)
+	}
 	if st := s.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}

@@ -50,10 +50,10 @@ func TestUserRoundTrip(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := newUser("Alice", auth.RoleInstructor)
-		if err := db.CreateUser(ctx, u); err != nil {
+		if err := db.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
-		got, err := db.FindUserByUsername(ctx, "alice")
+		got, err := db.Users().FindUserByUsername(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,33 +61,33 @@ func TestUserRoundTrip(t *testing.T) {
 			!got.PasswordChangedAt.Equal(u.PasswordChangedAt) || got.CreatedAt.Location() != time.UTC {
 			t.Fatalf("round trip: %+v, want %+v", got, u)
 		}
-		if _, err := db.FindUserByID(ctx, u.ID+100); !errs.Is(err, errs.NotFound) {
+		if _, err := db.Users().FindUserByID(ctx, u.ID+100); !errs.Is(err, errs.NotFound) {
 			t.Fatalf("missing user: %v", err)
 		}
-		if err := db.CreateUser(ctx, newUser("ALICE", auth.RoleStudent)); !errors.Is(err, auth.ErrUsernameTaken) {
+		if err := db.Users().CreateUser(ctx, newUser("ALICE", auth.RoleStudent)); !errors.Is(err, auth.ErrUsernameTaken) {
 			t.Fatalf("duplicate username: %v", err)
 		}
 		dup := newUser("alice2", auth.RoleStudent)
 		dup.Email = u.Email
-		if err := db.CreateUser(ctx, dup); !errors.Is(err, auth.ErrEmailTaken) {
+		if err := db.Users().CreateUser(ctx, dup); !errors.Is(err, auth.ErrEmailTaken) {
 			t.Fatalf("duplicate email: %v", err)
 		}
 		// A change that fails leaves the row as it was.
 		boom := errs.E(errs.Conflict, "no")
-		if _, err := db.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return boom }); !errors.Is(err, boom) {
+		if _, err := db.Users().UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return boom }); !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if got, _ := db.FindUserByID(ctx, u.ID); got.Role != auth.RoleInstructor {
+		if got, _ := db.Users().FindUserByID(ctx, u.ID); got.Role != auth.RoleInstructor {
 			t.Fatalf("aborted change was stored: %s", got.Role)
 		}
-		st, err := db.CountUsers(ctx)
+		st, err := db.Users().CountUsers(ctx)
 		if err != nil || st.Total != 1 || st.ByRole[auth.RoleInstructor] != 1 || st.ByRole[auth.RoleAdmin] != 0 {
 			t.Fatalf("stats %+v, %v", st, err)
 		}
-		if err := db.DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); err != nil {
+		if err := db.Users().DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); !errs.Is(err, errs.NotFound) {
+		if err := db.Users().DeleteUser(ctx, u.ID, func(*auth.User, int) error { return nil }); !errs.Is(err, errs.NotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
 	})
@@ -145,7 +145,7 @@ func TestActivityQuarters(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := newUser("quinn", auth.RoleStudent)
-		if err := db.CreateUser(ctx, u); err != nil {
+		if err := db.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		at := time.Date(2026, 3, 4, 23, 59, 59, 500000000, time.UTC)
@@ -177,17 +177,17 @@ func TestAfterCommit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := newUser("alice", auth.RoleStudent)
-		if err := db.CreateUser(ctx, u); err != nil {
+		if err := db.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		deactivate := func(ctx context.Context) error {
-			_, err := db.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil })
+			_, err := db.Users().UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil })
 			return err
 		}
 		ran, sawActive := 0, true
 		after := func() {
 			ran++
-			got, err := db.FindUserByID(ctx, u.ID) // the pool, not the transaction
+			got, err := db.Users().FindUserByID(ctx, u.ID) // the pool, not the transaction
 			if err != nil {
 				t.Error(err)
 				return

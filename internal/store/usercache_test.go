@@ -31,16 +31,16 @@ func testUserDroppedAfterTheOuterCommit(t *testing.T, eng store.Engine) {
 	db := openListening(t, eng)
 	pin(db)
 	u := newUser("tess", auth.RoleStudent)
-	if err := db.CreateUser(ctx, u); err != nil {
+	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	err := db.InTx(ctx, func(ctx context.Context) error {
-		if _, err := db.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return nil }); err != nil {
+		if _, err := db.Users().UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return nil }); err != nil {
 			return err
 		}
 		// Another request, outside the transaction, still reads the
 		// committed row, and caches it.
-		during, err := db.FindUserForRequest(context.Background(), u.ID)
+		during, err := db.Users().FindUserForRequest(context.Background(), u.ID)
 		if err != nil || during.Role != auth.RoleStudent {
 			t.Errorf("read during the transaction: %+v, %v", during, err)
 		}
@@ -49,7 +49,7 @@ func testUserDroppedAfterTheOuterCommit(t *testing.T, eng store.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := db.FindUserForRequest(ctx, u.ID)
+	after, err := db.Users().FindUserForRequest(ctx, u.ID)
 	if err != nil || after.Role != auth.RoleAdmin {
 		t.Fatalf("after the commit: %+v, %v", after, err)
 	}
@@ -100,7 +100,7 @@ func TestUserCacheRecoversFromALostListener(t *testing.T) {
 		}
 		find := func(db *store.DB, id int64) *auth.User {
 			t.Helper()
-			u, err := db.FindUserForRequest(ctx, id)
+			u, err := db.Users().FindUserForRequest(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestUserCacheRecoversFromALostListener(t *testing.T) {
 		a.ListenUsers(ctx, dsn, quiet)
 		pin(a)
 		u := newUser("lena", auth.RoleStudent)
-		if err := a.CreateUser(ctx, u); err != nil {
+		if err := a.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		if got := find(a, u.ID); got.Role != auth.RoleStudent {
@@ -130,7 +130,7 @@ func TestUserCacheRecoversFromALostListener(t *testing.T) {
 			WHERE datname = current_database() AND query = 'LISTEN tuxlab_users'`).Scan(&ended); err != nil || !ended {
 			t.Fatalf("end the listener's connection: %v %v", ended, err)
 		}
-		if _, err := b.UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return nil }); err != nil {
+		if _, err := b.Users().UpdateUser(ctx, u.ID, func(u *auth.User, _ int) error { u.Role = auth.RoleAdmin; return nil }); err != nil {
 			t.Fatal(err)
 		}
 

@@ -11,7 +11,14 @@ import (
 	"tuxlab/internal/errs"
 )
 
-var _ auth.UserStore = (*DB)(nil)
+// UserStore keeps users: their accounts, roles and the per-request cache of
+// their rows. Its writes join the transaction ctx carries from InTx.
+type UserStore struct{ *DB }
+
+// Users returns the users' store over the shared pool.
+func (s *DB) Users() *UserStore { return &UserStore{s} }
+
+var _ auth.UserStore = (*UserStore)(nil)
 
 const userColumns = `id, username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at,
 	tokens_revoked_at`
@@ -39,7 +46,7 @@ func scanUser(row scanner) (*auth.User, error) {
 // CreateUser inserts u and sets its ID. A taken username or e-mail is reported
 // as auth.ErrUsernameTaken or auth.ErrEmailTaken, checked in the same transaction
 // as the insert; the unique indexes catch a concurrent twin.
-func (s *DB) CreateUser(ctx context.Context, u *auth.User) error {
+func (s *UserStore) CreateUser(ctx context.Context, u *auth.User) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := userTaken(ctx, tx, u.Username, u.Email); err != nil {
 			return err
@@ -52,7 +59,9 @@ func (s *DB) CreateUser(ctx context.Context, u *auth.User) error {
 		return translate(err)
 	})
 	if errors.Is(err, ErrUnique) {
-		// A concurrent insert won the race: tell which field clashed.
+		// A concurrent insert won the race: tell which field clashed. The
+		// pool reads it, committed: a PostgreSQL transaction the insert
+		// failed in answers nothing more.
 		if terr := userTaken(ctx, s.db, u.Username, u.Email); terr != nil {
 			return terr
 		}
@@ -81,7 +90,7 @@ func userTaken(ctx context.Context, q querier, username, email string) error {
 const userByID = `SELECT ` + userColumns + ` FROM users WHERE id = $1`
 
 // FindUserByID returns the user with id, or auth.ErrUserNotFound.
-func (s *DB) FindUserByID(ctx context.Context, id int64) (*auth.User, error) {
+func (s *UserStore) FindUserByID(ctx context.Context, id int64) (*auth.User, error) {
 	return scanUser(s.queryRowPrepared(ctx, userByID, id))
 }
 
@@ -96,7 +105,13 @@ var userForRequest = `SELECT ` + strings.Replace(userColumns, "password_hash", "
 // dropped since: every change through a store drops it in that store's
 // process once the change's transaction has ended, and on PostgreSQL in
 // every process listening (ListenUsers) when it commits.
-func (s *DB) FindUserForRequest(ctx context.Context, id int64) (*auth.User, error) {
+//
+// Inside an InTx it reads the transaction's row and leaves the cache alone:
+// the cache holds committed rows only.
+func (s *UserStore) FindUserForRequest(ctx context.Context, id int64) (*auth.User, error) {
+	if _, ok := ctx.Value(txKey{}).(*txState); ok {
+		return scanUser(s.q(ctx).QueryRowContext(ctx, userForRequest, id))
+	}
 	now := s.Now()
 	u, gen := s.users.get(id, now)
 	if u != nil {
@@ -111,22 +126,22 @@ func (s *DB) FindUserForRequest(ctx context.Context, id int64) (*auth.User, erro
 }
 
 // FindUserByUsername returns the user with username in any case, or auth.ErrUserNotFound.
-func (s *DB) FindUserByUsername(ctx context.Context, username string) (*auth.User, error) {
-	return scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE lower(username) = lower($1)`, username))
+func (s *UserStore) FindUserByUsername(ctx context.Context, username string) (*auth.User, error) {
+	return scanUser(s.q(ctx).QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE lower(username) = lower($1)`, username))
 }
 
 // FindUsers returns one page of users ordered by id, and how many match in all.
-func (s *DB) FindUsers(ctx context.Context, f auth.UserFilter) ([]*auth.User, int, error) {
+func (s *UserStore) FindUsers(ctx context.Context, f auth.UserFilter) ([]*auth.User, int, error) {
 	where, args := "", []any{}
 	if f.Role != "" {
 		where, args = " WHERE role = $1", append(args, f.Role)
 	}
 	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM users`+where, args...).Scan(&total); err != nil {
+	if err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM users`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	n := len(args)
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM users%s ORDER BY id LIMIT $%d OFFSET $%d`,
+	rows, err := s.q(ctx).QueryContext(ctx, fmt.Sprintf(`SELECT %s FROM users%s ORDER BY id LIMIT $%d OFFSET $%d`,
 		userColumns, where, n+1, n+2), append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
@@ -163,7 +178,7 @@ func (s *DB) lockUserAndCountAdmins(ctx context.Context, tx *sql.Tx, id int64) (
 }
 
 // UpdateUser applies change to user id in one transaction and stores the result.
-func (s *DB) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (*auth.User, error) {
+func (s *UserStore) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (*auth.User, error) {
 	var out *auth.User
 	err := s.inUserTx(ctx, id, func(tx *sql.Tx) error {
 		u, admins, err := s.lockUserAndCountAdmins(ctx, tx, id)
@@ -187,7 +202,7 @@ func (s *DB) UpdateUser(ctx context.Context, id int64, change auth.UserChange) (
 }
 
 // DeleteUser removes user id if check allows it.
-func (s *DB) DeleteUser(ctx context.Context, id int64, check auth.UserChange) error {
+func (s *UserStore) DeleteUser(ctx context.Context, id int64, check auth.UserChange) error {
 	return s.inUserTx(ctx, id, func(tx *sql.Tx) error {
 		u, admins, err := s.lockUserAndCountAdmins(ctx, tx, id)
 		if err != nil {
@@ -202,12 +217,12 @@ func (s *DB) DeleteUser(ctx context.Context, id int64, check auth.UserChange) er
 }
 
 // CountUsers counts users by role and by status.
-func (s *DB) CountUsers(ctx context.Context) (auth.UserStats, error) {
+func (s *UserStore) CountUsers(ctx context.Context) (auth.UserStats, error) {
 	st := auth.UserStats{ByRole: map[auth.Role]int{}}
 	for _, r := range auth.Roles {
 		st.ByRole[r] = 0
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT role, is_active, count(*) FROM users GROUP BY role, is_active`)
+	rows, err := s.q(ctx).QueryContext(ctx, `SELECT role, is_active, count(*) FROM users GROUP BY role, is_active`)
 	if err != nil {
 		return st, err
 	}

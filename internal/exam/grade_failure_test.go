@@ -29,19 +29,19 @@ func TestSubmitWhenTheEngineFails(t *testing.T) {
 		now := time.Now().UTC()
 		u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
 			PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-		if err := db.CreateUser(ctx, u); err != nil {
+		if err := db.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 		engine := sandboxtest.NewEngine()
-		sandboxes, err := sandbox.NewService(ctx, db, engine, sandbox.Options{Log: discard})
+		sandboxes, err := sandbox.NewService(ctx, db.Sandboxes(), engine, sandbox.Options{Log: discard})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+		tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,11 +32,11 @@ func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 	now := time.Now().UTC()
 	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
 		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
+	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeFixture{db: db, engine: sandboxtest.NewEngine(), user: sandbox.Actor{UserID: u.ID}}
-	svc, err := sandbox.NewService(ctx, db, f.engine, sandbox.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, err := sandbox.NewService(ctx, db.Sandboxes(), f.engine, sandbox.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 	if err := svc.EnsureDefaultTemplates(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := db.FindTemplateByName(ctx, "BusyBox")
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 
 func (f *fakeFixture) rows(t *testing.T) []*sandbox.Container {
 	t.Helper()
-	cs, _, err := f.db.FindContainers(context.Background(), sandbox.ContainerFilter{})
+	cs, _, err := f.db.Sandboxes().FindContainers(context.Background(), sandbox.ContainerFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestStartWhenTheEngineFails(t *testing.T) {
 				if err == nil || errs.KindOf(err) != tt.kind {
 					t.Fatalf("Start = %+v, %v; want an error of kind %v", got, err, tt.kind)
 				}
-				row, err := db.FindContainerByID(ctx, c.ID)
+				row, err := db.Sandboxes().FindContainerByID(ctx, c.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,6 +3,8 @@ package docker
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +49,15 @@ import (
 // data root elsewhere, no meter image, a failed exec), the engine's SizeRw
 // counts: never less than the data written, more for sparse files.
 
-// meterName is the helper's container name; one serves every install on the engine.
-const meterName = "tuxlab-disk-meter"
+// meterName is the helper's container name; one serves every install on the
+// engine that runs the same helper. The name carries a digest of its image
+// and command, so two versions of tuxlab on one engine (a rolling upgrade)
+// each use their own instead of replacing each other's; the one no longer
+// used ends by itself (meterIdle).
+var meterName = func() string {
+	sum := sha256.Sum256([]byte(meterImage() + "\x00" + strings.Join(meterCmd, "\x00")))
+	return "tuxlab-disk-meter-" + hex.EncodeToString(sum[:4])
+}()
 
 // meterManaged is the helper's org.tuxlab.managed label: no install's
 // reconciliation, which removes its own containers without a row, looks at it.

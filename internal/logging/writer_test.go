@@ -1,4 +1,4 @@
-package app
+package logging
 
 import (
 	"bytes"
@@ -26,9 +26,9 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
-func TestLogWriterBatches(t *testing.T) {
+func TestWriterBatches(t *testing.T) {
 	var out lockedBuffer
-	w := NewLogWriter(&out)
+	w := NewWriter(&out)
 	w.Write([]byte("one\n"))
 	w.Write([]byte("two\n"))
 	if err := w.Flush(); err != nil || out.String() != "one\ntwo\n" {
@@ -37,10 +37,10 @@ func TestLogWriterBatches(t *testing.T) {
 
 	// A full batch is written at once.
 	line := strings.Repeat("x", 1023) + "\n"
-	for range logBufferBytes / len(line) {
+	for range bufferBytes / len(line) {
 		w.Write([]byte(line))
 	}
-	if got := len(out.String()); got != len("one\ntwo\n")+logBufferBytes {
+	if got := len(out.String()); got != len("one\ntwo\n")+bufferBytes {
 		t.Fatalf("%d bytes written after a full batch", got)
 	}
 

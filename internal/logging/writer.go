@@ -25,7 +25,8 @@ const (
 
 // Writer gathers log lines and writes them to the underlying writer in
 // batches: FlushDelay after the first line of a batch, as soon as
-// bufferBytes have gathered, or on Flush. The server logs every request,
+// bufferBytes have gathered, or on Flush, which the logger of New calls
+// after every record at Urgent level or above. The server logs every request,
 // and one write system call per line was a tenth of a request's CPU. What a
 // crash of the whole process can lose is the last FlushDelay of lines;
 // the program flushes before it returns.
@@ -33,11 +34,12 @@ type Writer struct {
 	mu        sync.Mutex
 	w         io.Writer
 	buf       []byte
-	scheduled bool // a Flush is due within FlushDelay
+	scheduled bool          // a Flush is due within delay
+	delay     time.Duration // FlushDelay; longer in tests
 }
 
 // NewWriter returns a Writer writing to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w, delay: FlushDelay} }
 
 // Write adds p, which slog hands over as whole lines, to the batch.
 func (l *Writer) Write(p []byte) (int, error) {
@@ -49,7 +51,7 @@ func (l *Writer) Write(p []byte) (int, error) {
 	}
 	if !l.scheduled {
 		l.scheduled = true
-		time.AfterFunc(FlushDelay, func() { l.Flush() })
+		time.AfterFunc(l.delay, func() { l.Flush() })
 	}
 	return len(p), nil
 }

@@ -19,6 +19,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/logging"
 )
 
 const usage = `tuxlab: learn Linux system administration by doing.
@@ -71,7 +72,7 @@ func setup(ctx context.Context, getenv func(string) string, std stdio) (config.C
 	if err != nil {
 		return cfg, nil, nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	log := app.NewLogger(std.err, cfg.LogLevel)
+	log := logging.New(std.err, cfg.LogLevel)
 	if err := cfg.EnsureSecret(); err != nil {
 		return cfg, log, nil, err
 	}
@@ -97,7 +98,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, std s
 	}
 	// The server logs every request: its lines are written in batches, and
 	// whatever is left when serve returns is written before.
-	logs := app.NewLogWriter(std.err)
+	logs := logging.NewWriter(std.err)
 	defer logs.Flush()
 	cfg, log, a, err := setup(ctx, getenv, stdio{in: std.in, out: std.out, err: logs})
 	if err != nil {

@@ -2,15 +2,11 @@ package auth
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"hash"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +75,6 @@ type Tokens struct {
 	secret   []byte
 	ttl      time.Duration
 	now      func() time.Time
-	macs     sync.Pool // *mac keyed with secret, reset before use
 	verified verifiedTokens
 }
 
@@ -89,9 +84,7 @@ func NewTokens(secret []byte, ttl time.Duration, now func() time.Time) *Tokens {
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tokens{secret: secret, ttl: ttl, now: now, verified: verifiedTokens{claims: map[string]Claims{}}}
-	t.macs.New = func() any { return &mac{h: hmac.New(sha256.New, t.secret)} }
-	return t
+	return &Tokens{secret: secret, ttl: ttl, now: now, verified: verifiedTokens{claims: map[string]Claims{}}}
 }
 
 // Issue returns a signed token for u.
@@ -151,37 +144,33 @@ func (t *Tokens) parseExpired(token string) (Claims, error) {
 	return c, nil
 }
 
-// verify checks a token's algorithm and signature and decodes its claims.
-// It does the little HS256 needs by hand instead of through the jwt
-// package's general parser (a third of a request's token and user checks
-// went to its reflection and allocations): the header must name HS256, the
-// signature must match before any claim is read, the claims must name a
-// user (a canonical id, see Claims.UserID) and carry an expiry and a
-// non-negative issue time. Neither the header nor the claims may repeat a
-// member (see uniqueMembers).
+// parser verifies a token's algorithm (HS256 and nothing else) and
+// signature, and decodes its claims; the rules on the claims are checked
+// here (verify, Parse, parseExpired), as before the library was used for it.
+var parser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+	jwt.WithStrictDecoding(), jwt.WithoutClaimsValidation())
+
+// verify checks a token's algorithm and signature with the jwt package and
+// decodes its claims. What the package does not check is checked here: the
+// header asks for no extension (crit, RFC 7515); neither the header nor the
+// claims repeat a member or spell one of ours in another case (see
+// uniqueMembers, checked on the raw segments because the package parses
+// with encoding/json, which keeps the last of repeated members); the claims
+// name a user (a canonical id, see Claims.UserID, and a username) and carry
+// an expiry and a non-negative issue time. It runs once per token: Parse
+// remembers the claims of tokens that verified.
 func (t *Tokens) verify(token string) (Claims, error) {
-	header, rest, ok := strings.Cut(token, ".")
-	if !ok {
+	var c Claims
+	tok, err := parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil })
+	if err != nil || !tok.Valid {
 		return Claims{}, errBadToken
 	}
-	payload, sig, ok := strings.Cut(rest, ".")
-	if !ok || strings.Contains(sig, ".") {
+	if _, crit := tok.Header["crit"]; crit {
 		return Claims{}, errBadToken
 	}
-	if header != hs256Header && !isHS256Header(header) {
-		return Claims{}, errBadToken
-	}
-	m := t.macs.Get().(*mac)
-	defer m.release(&t.macs)
-	if !m.valid(token[:len(header)+1+len(payload)], sig) {
-		return Claims{}, errBadToken
-	}
-	raw, err := m.decode(payload)
-	if err != nil {
-		return Claims{}, errBadToken
-	}
-	c, err := decodeClaims(raw)
-	if err != nil {
+	header, rest, _ := strings.Cut(token, ".")
+	payload, _, _ := strings.Cut(rest, ".")
+	if !segmentMembersUnique(header, "alg", "crit") || !segmentMembersUnique(payload, "sub", "username", "iat", "exp") {
 		return Claims{}, errBadToken
 	}
 	if c.Expires == 0 || c.IssuedAt < 0 {
@@ -191,6 +180,13 @@ func (t *Tokens) verify(token string) (Claims, error) {
 		return Claims{}, errBadToken
 	}
 	return c, nil
+}
+
+// segmentMembersUnique reports whether a base64url token segment decodes to
+// a JSON object that passes uniqueMembers with fields.
+func segmentMembersUnique(segment string, fields ...string) bool {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(segment)
+	return err == nil && uniqueMembers(raw, fields...)
 }
 
 // verifiedTokens remembers the claims of tokens whose signature verified.
@@ -217,24 +213,6 @@ func (v *verifiedTokens) put(token string, c Claims) {
 		clear(v.claims)
 	}
 	v.claims[token] = c
-}
-
-// decodeClaims decodes a token's claims. Issue writes them in one shape,
-// {"sub":"7","username":"kim","iat":1767268800.123456,"exp":1767272400},
-// which is read by hand: encoding/json's reflection took half of Parse.
-// Anything else, any order, escape or number syntax, goes to encoding/json,
-// and whatever the fast path accepts, encoding/json reads the same way
-// (FuzzDecodeClaims checks it).
-func decodeClaims(raw []byte) (Claims, error) {
-	if c, ok := decodeIssuedClaims(string(raw)); ok {
-		return c, nil // that shape names each member once
-	}
-	var c Claims
-	if !uniqueMembers(raw, "sub", "username", "iat", "exp") {
-		return c, errBadToken
-	}
-	err := json.Unmarshal(raw, &c)
-	return c, err
 }
 
 // uniqueMembers reports whether raw is one JSON object in which no object, at
@@ -300,60 +278,6 @@ func uniqueMembers(raw []byte, fields ...string) bool {
 	return err == io.EOF // nothing after the object
 }
 
-// decodeIssuedClaims reads claims in exactly the shape Issue writes them,
-// or reports false.
-func decodeIssuedClaims(s string) (Claims, bool) {
-	var (
-		c        Claims
-		iat, exp string
-		ok       bool
-	)
-	if s, ok = strings.CutPrefix(s, `{"sub":"`); !ok {
-		return c, false
-	}
-	if c.Subject, s, ok = cutPlain(s, `","username":"`); !ok {
-		return c, false
-	}
-	if c.Username, s, ok = cutPlain(s, `","iat":`); !ok {
-		return c, false
-	}
-	if iat, s, ok = strings.Cut(s, `,"exp":`); !ok || !isDecimal(iat, true) {
-		return c, false
-	}
-	if exp, ok = strings.CutSuffix(s, "}"); !ok || !isDecimal(exp, false) {
-		return c, false
-	}
-	var err1, err2 error
-	c.IssuedAt, err1 = strconv.ParseFloat(iat, 64)
-	c.Expires, err2 = strconv.ParseInt(exp, 10, 64)
-	return c, err1 == nil && err2 == nil
-}
-
-// cutPlain cuts s at sep and reports whether what comes before is a JSON
-// string body that needs no decoding: printable ASCII without quote or backslash.
-func cutPlain(s, sep string) (before, after string, ok bool) {
-	before, after, ok = strings.Cut(s, sep)
-	if !ok {
-		return "", "", false
-	}
-	for i := 0; i < len(before); i++ {
-		if b := before[i]; b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
-			return "", "", false
-		}
-	}
-	return before, after, true
-}
-
-// isDecimal reports whether s is a JSON number made of digits only, with a
-// fraction when fraction allows it: no sign, exponent or leading zero.
-func isDecimal(s string, fraction bool) bool {
-	whole, frac, hasFrac := strings.Cut(s, ".")
-	if hasFrac && (!fraction || !allDigits(frac)) {
-		return false
-	}
-	return allDigits(whole) && (whole == "0" || whole[0] != '0')
-}
-
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
@@ -361,70 +285,4 @@ func allDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// strictB64 is the base64url of JWS (RFC 7515, no padding), refusing
-// non-zero trailing bits so that one token has exactly one spelling.
-var strictB64 = base64.RawURLEncoding.Strict()
-
-// hs256Header is the header segment Issue writes; any other must be decoded.
-var hs256Header = func() string {
-	tok, err := jwt.New(jwt.SigningMethodHS256).SigningString()
-	if err != nil {
-		panic(err)
-	}
-	header, _, _ := strings.Cut(tok, ".")
-	return header
-}()
-
-// isHS256Header reports whether a header segment decodes to a JSON object
-// whose alg is HS256 and that asks for no extension (crit), as RFC 7515 requires.
-func isHS256Header(segment string) bool {
-	raw, err := strictB64.DecodeString(segment)
-	if err != nil {
-		return false
-	}
-	var h struct {
-		Alg  string          `json:"alg"`
-		Crit json.RawMessage `json:"crit"`
-	}
-	return uniqueMembers(raw, "alg", "crit") && json.Unmarshal(raw, &h) == nil && h.Alg == jwt.SigningMethodHS256.Alg() && h.Crit == nil
-}
-
-// mac is an HMAC-SHA256 keyed with the secret, and buffers that let Parse
-// hand it and the base64 decoder a token's parts without converting
-// strings, which would allocate on every request.
-type mac struct {
-	h       hash.Hash
-	in, out []byte
-}
-
-// valid reports whether sig is the base64url HMAC-SHA256 of signed.
-func (m *mac) valid(signed, sig string) bool {
-	var want [sha256.Size]byte
-	got, err := m.decode(sig)
-	if err != nil || len(got) != len(want) {
-		return false
-	}
-	m.in = append(m.in[:0], signed...)
-	m.h.Reset()
-	m.h.Write(m.in)
-	m.h.Sum(want[:0])
-	return hmac.Equal(want[:], got)
-}
-
-// decode returns the bytes segment encodes, valid until the next call.
-func (m *mac) decode(segment string) ([]byte, error) {
-	m.in = append(m.in[:0], segment...)
-	m.out = slices.Grow(m.out[:0], strictB64.DecodedLen(len(m.in)))
-	n, err := strictB64.Decode(m.out[:cap(m.out)], m.in)
-	return m.out[:n], err
-}
-
-// release returns m to pool, without buffers grown large by a huge token.
-func (m *mac) release(pool *sync.Pool) {
-	if cap(m.in) > 4<<10 || cap(m.out) > 4<<10 {
-		m.in, m.out = nil, nil
-	}
-	pool.Put(m)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -311,30 +312,16 @@ func (c *Config) EnsureSecret() error {
 func (c Config) LogAttrs() []any {
 	db := "sqlite:" + c.SQLitePath()
 	if IsPostgresURL(c.DatabaseURL) {
-		db = "postgres (" + redactURL(c.DatabaseURL) + ")"
+		db = "postgres (an unparsable URL)"
+		if u, err := url.Parse(c.DatabaseURL); err == nil {
+			db = "postgres (" + u.Redacted() + ")"
+		}
 	}
 	return []any{
 		"env", c.Env, "addr", c.Addr, "data_dir", c.DataDir, "database", db,
 		"secret_key", c.SecretKey, "token_ttl", c.TokenTTL.String(), "cors_origins", c.CORSOrigins,
 		"debug_addr", c.DebugAddr,
 	}
-}
-
-// redactURL hides the password of a database URL.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return "******"
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	userinfo := rest[:at]
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		userinfo = user + ":******"
-	}
-	return scheme + "://" + userinfo + rest[at:]
 }
 
 func stringOr(v, def string) string {

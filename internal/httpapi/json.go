@@ -28,7 +28,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.WriteString(`{"detail":"` + internalDetail + `"}` + "\n")
 	}
 	h := w.Header()
-	h["Content-Type"] = jsonContentType
+	h.Set("Content-Type", "application/json")
 	if buf.Len() > smallBody {
 		h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	}
@@ -41,11 +41,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // itself, without the allocations of setting it here. A larger body would
 // otherwise be sent chunked.
 const smallBody = 2048
-
-// jsonContentType is the Content-Type of every JSON response, shared: a
-// header's values are replaced or appended to, never changed in place, and
-// Set would allocate them anew for every response.
-var jsonContentType = []string{"application/json"}
 
 // encodeJSON writes v and a newline to buf, as a json.Encoder does. A
 // jsonAppender writes itself when it can.

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"tuxlab/internal/auth"
 )
 
 // encodingJSON is what encoding/json writes for v.
@@ -27,46 +25,6 @@ func appended(t testing.TB, v any) (string, bool) {
 		t.Fatal(err)
 	}
 	return b.String(), self
-}
-
-func TestUserResponseJSONMatchesEncodingJSON(t *testing.T) {
-	at := time.Date(2026, 11, 23, 12, 0, 0, 987654321, time.FixedZone("X", 3600))
-	for _, c := range []struct {
-		u    userResponse
-		self bool
-	}{
-		{userResponse{ID: 1, Username: "bench", Email: "bench@tuxlab.org", Role: auth.RoleStudent, IsActive: true, CreatedAt: timestamp(at)}, true},
-		{userResponse{ID: 1 << 62, Username: "A.b_c-9", Email: "x+y@a-b.example.org", Role: auth.RoleAdmin, CreatedAt: timestamp(time.Unix(0, 0))}, true},
-		{userResponse{}, true},
-		{userResponse{Username: "a<b", Email: "e@x.org"}, false},
-		{userResponse{Username: "ann", Email: "a&b@x.org"}, false},
-		{userResponse{Username: "zoë", Email: "e@x.org"}, false},
-		{userResponse{Username: `q"uote`, Email: `back\slash`}, false},
-		{userResponse{Username: "tab\there", Email: "e@x.org"}, false},
-		{userResponse{Username: "\xff", Role: "a\u2028b"}, false},
-	} {
-		got, self := appended(t, c.u)
-		if want := encodingJSON(t, c.u); got != want {
-			t.Errorf("%+v:\n got %s\nwant %s", c.u, got, want)
-		}
-		if self != c.self {
-			t.Errorf("%+v: wrote itself %v, want %v", c.u, self, c.self)
-		}
-	}
-}
-
-// FuzzUserResponseJSON checks that a user response writes what encoding/json
-// writes, whatever its strings.
-func FuzzUserResponseJSON(f *testing.F) {
-	f.Add(int64(7), "kim", "kim@tuxlab.org", "student", true, int64(1767268800))
-	f.Add(int64(-1), "<&>", "\x00", "é", false, int64(-62135596800))
-	f.Fuzz(func(t *testing.T, id int64, username, email, role string, active bool, sec int64) {
-		u := userResponse{ID: id, Username: username, Email: email, Role: auth.Role(role), IsActive: active,
-			CreatedAt: timestamp(time.Unix(sec%(1<<40), 0))}
-		if got, want := func() string { s, _ := appended(t, u); return s }(), encodingJSON(t, u); got != want {
-			t.Fatalf("got %s\nwant %s", got, want)
-		}
-	})
 }
 
 // TestAppendTimestampMatchesLayout: the RFC 3339 fast path writes what

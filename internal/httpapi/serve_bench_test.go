@@ -11,9 +11,9 @@ import (
 
 	"tuxlab/content"
 	"tuxlab/internal/apitest"
-	"tuxlab/internal/app"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/httpapi"
+	"tuxlab/internal/logging"
 	"tuxlab/internal/store"
 )
 
@@ -53,7 +53,7 @@ func productionServer(b *testing.B, e *apitest.Env) http.Handler {
 	a := e.App
 	return httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs,
-		Exams: a.Exams, Profiles: a.Profiles, DB: a.DB, Log: app.NewLogger(app.NewLogWriter(null), slog.LevelInfo),
+		Exams: a.Exams, Profiles: a.Profiles, DB: a.DB, Log: logging.New(logging.NewWriter(null), slog.LevelInfo),
 		MaxBodyBytes: a.Config.MaxBodyBytes, AccessLogLevel: slog.LevelInfo,
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,7 +88,6 @@ type Server struct {
 	metrics  *metrics
 	routes   []route
 	openapi  []byte
-	router   *router
 	handler  http.Handler
 }
 
@@ -115,11 +113,9 @@ func New(d Deps) *Server {
 	// asks routes why nothing matched. A request is routed once; only one
 	// that matches no route is routed again.
 	routes, mux := http.NewServeMux(), http.NewServeMux()
-	router := &router{static: map[staticKey]staticRoute{}, mux: mux}
 	handle := func(pattern string, h http.Handler) {
 		routes.Handle(pattern, h)
 		mux.Handle(pattern, h)
-		router.addStatic(pattern, h)
 	}
 	for _, rt := range s.routes {
 		handle(rt.method+" "+rt.path, s.wrap(rt))
@@ -134,46 +130,8 @@ func New(d Deps) *Server {
 		}
 	}
 	mux.Handle("/", s.jsonFallbacks(routes))
-	s.router = router
-	s.handler = s.observe(s.cors(s.limitBody(router)))
+	s.handler = s.observe(s.cors(s.limitBody(mux)))
 	return s
-}
-
-// router finds a route whose pattern has a method and no wildcard by a map
-// lookup of the request's method and path, before ServeMux's general
-// matching, which was a tenth of the work of GET /api/auth/me. Such a route
-// is the one ServeMux picks for that method and path (nothing is more
-// specific than an exact path, and tuxlab's patterns name no host); every
-// other request is ServeMux's, as are paths whose escaped form differs
-// (ServeMux matches escaped segments: /a%2Fb is not /a/b) and HEAD requests.
-type router struct {
-	static map[staticKey]staticRoute
-	mux    *http.ServeMux
-}
-
-type staticKey struct{ method, path string }
-
-type staticRoute struct {
-	pattern string
-	h       http.Handler
-}
-
-// addStatic records pattern if it is a method and an exact path.
-func (rt *router) addStatic(pattern string, h http.Handler) {
-	method, path, ok := strings.Cut(pattern, " ")
-	if !ok || !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "{}") || strings.HasSuffix(path, "/") {
-		return
-	}
-	rt.static[staticKey{method, path}] = staticRoute{pattern, h}
-}
-
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s, ok := rt.static[staticKey{r.Method, r.URL.Path}]; ok && r.URL.RawPath == "" {
-		r.Pattern = s.pattern
-		s.h.ServeHTTP(w, r)
-		return
-	}
-	rt.mux.ServeHTTP(w, r)
 }
 
 // ServeHTTP implements http.Handler.

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"tuxlab/internal/auth"
 	"tuxlab/internal/dashboard"
@@ -27,28 +26,6 @@ type userResponse struct {
 
 func newUserResponse(u *auth.User) userResponse {
 	return userResponse{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, IsActive: u.IsActive, CreatedAt: timestamp(u.CreatedAt)}
-}
-
-// appendJSON writes u as encoding/json would (see jsonAppender): GET
-// /api/auth/me answers with it on every page a learner opens, and
-// encoding/json's reflection was a fifth of that request's work.
-func (u userResponse) appendJSON(b []byte) ([]byte, bool) {
-	if !plainJSON(u.Username) || !plainJSON(u.Email) || !plainJSON(string(u.Role)) {
-		return b, false
-	}
-	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, u.ID, 10)
-	b = append(b, `,"username":`...)
-	b = appendPlainJSON(b, u.Username)
-	b = append(b, `,"email":`...)
-	b = appendPlainJSON(b, u.Email)
-	b = append(b, `,"role":`...)
-	b = appendPlainJSON(b, string(u.Role))
-	b = append(b, `,"is_active":`...)
-	b = strconv.AppendBool(b, u.IsActive)
-	b = append(b, `,"created_at":"`...)
-	b = appendTimestamp(b, time.Time(u.CreatedAt))
-	return append(b, `"}`...), true
 }
 
 type registerRequest struct {

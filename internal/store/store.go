@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ func Open(ctx context.Context, dsn, sqlitePath string) (*DB, error) {
 		db *sql.DB
 		d  Dialect
 	)
-	if dsn != "" && (hasPrefix(dsn, "postgres://") || hasPrefix(dsn, "postgresql://")) {
+	if dsn != "" && (strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")) {
 		var err error
 		if db, err = sql.Open("pgx", dsn); err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
@@ -95,8 +96,6 @@ func Open(ctx context.Context, dsn, sqlitePath string) (*DB, error) {
 	}
 	return s, nil
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // Close stops listening for user changes and closes the prepared
 // statements and the pool.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,20 +108,20 @@ func TestUserCacheRecoversFromALostListener(t *testing.T) {
 			return u
 		}
 		a, b := open(), open()
-		a.ListenUsers(ctx, dsn, quiet)
-		pin(a)
+		// The user exists before a listens: the announcement of its
+		// creation must not reach a late and drop the row it caches.
 		u := newUser("lena", auth.RoleStudent)
-		if err := a.Users().CreateUser(ctx, u); err != nil {
+		if err := b.Users().CreateUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
+		a.ListenUsers(ctx, dsn, quiet)
+		pin(a)
 		if got := find(a, u.ID); got.Role != auth.RoleStudent {
 			t.Fatalf("role %s", got.Role)
 		}
 
-		// A change written straight into the table is not announced: a serves its cached row.
-		if _, err := b.SQL().ExecContext(ctx, `UPDATE users SET email = 'lena.raw@tuxlab.org' WHERE id = $1`, u.ID); err != nil {
-			t.Fatal(err)
-		}
+		// A change written with the announcing trigger off: a serves its cached row.
+		updateUnannounced(t, b, u.ID, "lena.raw@tuxlab.org")
 		if got := find(a, u.ID); got.Email != "lena@tuxlab.org" {
 			t.Fatalf("a is not caching: e-mail %q", got.Email)
 		}
@@ -144,6 +145,70 @@ func TestUserCacheRecoversFromALostListener(t *testing.T) {
 				t.Fatalf("a still serves %+v after losing its listener", got)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// updateUnannounced sets user id's e-mail with the trigger that announces
+// changes to users turned off, as if a write had not been announced.
+func updateUnannounced(t *testing.T, db *store.DB, id int64, email string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{`ALTER TABLE users DISABLE TRIGGER users_notify`,
+		`UPDATE users SET email = $1 WHERE id = $2`, `ALTER TABLE users ENABLE TRIGGER users_notify`} {
+		var args []any
+		if strings.HasPrefix(q, "UPDATE") {
+			args = []any{email, id}
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRawUserWritesAreAnnounced: on PostgreSQL a change written straight
+// into the users table, by no store method, still reaches the cache of every
+// listening store (the trigger of migration 0015 announces it), whose clock
+// is pinned so the row would never age out.
+func TestRawUserWritesAreAnnounced(t *testing.T) {
+	for _, eng := range storetest.Engines() {
+		if eng != store.Postgres {
+			continue // SQLite has no listener
+		}
+		ctx := context.Background()
+		a := openListening(t, eng)
+		pin(a)
+		u := newUser("mira", auth.RoleStudent)
+		if err := a.Users().CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{`UPDATE users SET email = 'mira.raw@tuxlab.org' WHERE id = $1`, `DELETE FROM users WHERE id = $1`} {
+			if _, err := a.Users().FindUserForRequest(ctx, u.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.SQL().ExecContext(ctx, q, u.ID); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				got, err := a.Users().FindUserForRequest(ctx, u.ID)
+				deleted := strings.HasPrefix(q, "DELETE")
+				if deleted && err != nil || !deleted && err == nil && got.Email == "mira.raw@tuxlab.org" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %s the cache still serves %+v (%v)", q, got, err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 	}
 }

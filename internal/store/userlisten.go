@@ -11,35 +11,20 @@ import (
 )
 
 // usersChannel is the PostgreSQL notification channel on which every change
-// to a user's row is announced, the user id as payload. NOTIFY inside a
-// transaction is delivered when it commits, and not at all if it rolls back.
+// to a user's row is announced, the user id as payload, by a trigger on the
+// users table (migration 0015): whatever writes the row, the change is
+// announced when it commits, and not at all if it rolls back.
 const usersChannel = "tuxlab_users"
 
 // inUserTx runs fn, which changes user id's row, in a transaction (or the
-// one ctx carries), announces the change to every process on the database,
-// and drops the user from this process's cache once the change has
+// one ctx carries), and drops the user from this process's cache once the change has
 // committed: before inUserTx returns, or after the commit of the InTx it
 // joins. Dropped before the commit, the row could be cached again, as it
 // was, by a concurrent read. If that outer commit fails, nothing is dropped:
 // the row ages out within UserCacheTTL.
 func (s *DB) inUserTx(ctx context.Context, id int64, fn func(tx *sql.Tx) error) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.announceUserChange(ctx, tx, id); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	err := s.inTx(ctx, fn)
 	s.AfterCommit(ctx, func() { s.users.drop(id) })
-	return err
-}
-
-// announceUserChange queues the notification of a change to user id; SQLite
-// has no other process to tell but `tuxlab user create`, which only adds users.
-func (s *DB) announceUserChange(ctx context.Context, tx *sql.Tx, id int64) error {
-	if s.dialect.Engine != Postgres {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, usersChannel, strconv.FormatInt(id, 10))
 	return err
 }
 

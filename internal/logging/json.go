@@ -1,7 +1,8 @@
-package app
+package logging
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -29,8 +30,26 @@ func newJSONHandler(w io.Writer, level slog.Level) *jsonHandler {
 	return &jsonHandler{JSONHandler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}), out: out}
 }
 
-// Handle writes r, through the fast path when r is plain.
+// Handle writes r, through the fast path when r is plain, and at once when
+// r is urgent (see flushUrgent).
 func (h *jsonHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.handle(ctx, r)
+	return errors.Join(err, h.out.flushUrgent(r.Level))
+}
+
+// WithAttrs returns slog.JSONHandler's handler with attrs, which writes
+// urgent records at once too.
+func (h *jsonHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &derivedHandler{Handler: h.JSONHandler.WithAttrs(attrs), out: h.out}
+}
+
+// WithGroup returns slog.JSONHandler's handler with group name, which
+// writes urgent records at once too.
+func (h *jsonHandler) WithGroup(name string) slog.Handler {
+	return &derivedHandler{Handler: h.JSONHandler.WithGroup(name), out: h.out}
+}
+
+func (h *jsonHandler) handle(ctx context.Context, r slog.Record) error {
 	bp := lineBuffers.Get().(*[]byte)
 	line, ok := appendRecord((*bp)[:0], r)
 	if ok {
@@ -43,6 +62,46 @@ func (h *jsonHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	lineBuffers.Put(bp)
 	return h.JSONHandler.Handle(ctx, r)
+}
+
+// derivedHandler is a handler derived with WithAttrs or WithGroup: slog's,
+// flushing urgent records like jsonHandler.
+type derivedHandler struct {
+	slog.Handler
+	out *lockedWriter
+}
+
+// Handle writes r, at once when r is urgent.
+func (d *derivedHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := d.Handler.Handle(ctx, r)
+	return errors.Join(err, d.out.flushUrgent(r.Level))
+}
+
+// WithAttrs implements slog.Handler.
+func (d *derivedHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &derivedHandler{Handler: d.Handler.WithAttrs(attrs), out: d.out}
+}
+
+// WithGroup implements slog.Handler.
+func (d *derivedHandler) WithGroup(name string) slog.Handler {
+	return &derivedHandler{Handler: d.Handler.WithGroup(name), out: d.out}
+}
+
+// Urgent is the level from which a record is not left waiting in a batch:
+// a warning or an error is written, with the lines before it, as soon as it
+// is logged, so that a crash right after it cannot lose it.
+const Urgent = slog.LevelWarn
+
+// flushUrgent flushes the underlying writer, if it batches (as Writer does),
+// when a record at level is urgent.
+func (l *lockedWriter) flushUrgent(level slog.Level) error {
+	if level < Urgent {
+		return nil
+	}
+	if f, ok := l.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 // lineBuffers keeps the fast path's line buffers between records.

@@ -22,29 +22,11 @@ type contentAdmin[T, In, R any] struct {
 }
 
 func (c contentAdmin[T, In, R]) list(w http.ResponseWriter, r *http.Request) error {
-	items, err := c.all(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]R, len(items))
-	for i, it := range items {
-		out[i] = c.respond(it)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, r, c.all, c.respond)
 }
 
 func (c contentAdmin[T, In, R]) get(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	it, err := c.one(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, c.respond(it))
-	return nil
+	return writeOne(w, r, c.one, c.respond)
 }
 
 func (c contentAdmin[T, In, R]) post(w http.ResponseWriter, r *http.Request) error {
@@ -91,5 +73,34 @@ func (c contentAdmin[T, In, R]) delete(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": c.deleted, "id": id})
+	return nil
+}
+
+// writeAll answers every item that all lists, each as respond makes it.
+func writeAll[T, R any](w http.ResponseWriter, r *http.Request, all func(context.Context) ([]T, error), respond func(T) R) error {
+	items, err := all(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]R, len(items))
+	for i, it := range items {
+		out[i] = respond(it)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// writeOne answers the item that the path's {id} names, read with one, as
+// respond makes it.
+func writeOne[T, R any](w http.ResponseWriter, r *http.Request, one func(context.Context, int64) (T, error), respond func(T) R) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	it, err := one(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, respond(it))
 	return nil
 }

@@ -191,29 +191,11 @@ func newExamResults(a *exam.Attempt, e *exam.Exam, admin bool) examResultsRespon
 }
 
 func (s *Server) handleExams(w http.ResponseWriter, r *http.Request) error {
-	exams, err := s.exams.Exams(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]examSummaryResponse, len(exams))
-	for i, e := range exams {
-		out[i] = newExamSummary(e)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, r, s.exams.Exams, newExamSummary)
 }
 
 func (s *Server) handleExam(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	e, err := s.exams.Exam(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newExamResponse(e))
-	return nil
+	return writeOne(w, r, s.exams.Exam, newExamResponse)
 }
 
 func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {

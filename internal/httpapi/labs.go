@@ -132,29 +132,11 @@ func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
 func isAdmin(r *http.Request) bool { return currentUser(r).Role == auth.RoleAdmin }
 
 func (s *Server) handleLabs(w http.ResponseWriter, r *http.Request) error {
-	labs, err := s.labs.Labs(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]labResponse, len(labs))
-	for i, l := range labs {
-		out[i] = newLabResponse(l)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, r, s.labs.Labs, newLabResponse)
 }
 
 func (s *Server) handleLab(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	l, err := s.labs.Lab(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newLabResponse(l))
-	return nil
+	return writeOne(w, r, s.labs.Lab, newLabResponse)
 }
 
 func (s *Server) handleSectionLab(w http.ResponseWriter, r *http.Request) error {

@@ -2,7 +2,6 @@ package exam
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -81,7 +80,7 @@ func (f *File) input(moduleID, templateID int64) Input {
 }
 
 // ImportReport counts what an import did.
-type ImportReport struct{ Created, Updated, Unchanged int }
+type ImportReport struct{ yamlfile.Counts }
 
 func (r ImportReport) String() string {
 	return fmt.Sprintf("exams: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
@@ -90,47 +89,36 @@ func (r ImportReport) String() string {
 // Import upserts exams by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
 	var r ImportReport
+	u := yamlfile.Upserter[*Exam, Input]{
+		Find: s.store.FindExamBySlug, NotFound: ErrExamNotFound, Same: sameExam,
+		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, in); return err },
+		Update: func(ctx context.Context, old *Exam, in Input) error { _, err := s.Update(ctx, old.ID, in); return err },
+	}
 	for _, f := range files {
-		var moduleID, templateID int64
-		var err error
-		if f.Module != "" {
-			if moduleID, err = s.store.ModuleIDBySlug(ctx, f.Module); err != nil {
-				return r, fmt.Errorf("%s: module %q: %w", f.Path, f.Module, err)
-			}
-		}
-		if f.Template != "" {
-			if templateID, err = s.store.TemplateIDByName(ctx, f.Template); err != nil {
-				return r, fmt.Errorf("%s: sandbox template %q: %w", f.Path, f.Template, err)
-			}
-		}
-		in := f.input(moduleID, templateID)
-		old, err := s.store.FindExamBySlug(ctx, f.Slug)
-		switch {
-		case errors.Is(err, ErrExamNotFound):
-			if _, err := s.Create(ctx, in); err != nil {
-				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
-			}
-			r.Created++
-			continue
-		case err != nil:
+		moduleID, err := yamlfile.Ref(ctx, f.Path, "module", f.Module, s.store.ModuleIDBySlug)
+		if err != nil {
 			return r, err
 		}
-		next := *old
-		next.Questions = append([]*Question(nil), old.Questions...)
-		if err := in.apply(&next); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
+		templateID, err := yamlfile.Ref(ctx, f.Path, "sandbox template", f.Template, s.store.TemplateIDByName)
+		if err != nil {
+			return r, err
 		}
-		next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
-		if reflect.DeepEqual(old, &next) {
-			r.Unchanged++
-			continue
+		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
+			return r, err
 		}
-		if _, err := s.Update(ctx, old.ID, in); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
-		}
-		r.Updated++
 	}
 	return r, nil
+}
+
+// sameExam reports whether in would leave old as it is, timestamps aside.
+func sameExam(old *Exam, in Input) (bool, error) {
+	next := *old
+	next.Questions = append([]*Question(nil), old.Questions...)
+	if err := in.apply(&next); err != nil {
+		return false, err
+	}
+	next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
+	return reflect.DeepEqual(old, &next), nil
 }
 
 // Export writes every exam to dir/exams/NN-slug.yaml.

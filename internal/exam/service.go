@@ -47,6 +47,7 @@ type Service struct {
 	store     Store
 	sandboxes Sandboxes
 	opt       Options
+	attempts  attempt.Rows[Attempt, *Attempt]
 }
 
 // NewService returns a Service.
@@ -66,7 +67,9 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	if o.Perm == nil {
 		o.Perm = rand.Perm
 	}
-	return &Service{store: store, sandboxes: sandboxes, opt: o}
+	s := &Service{store: store, sandboxes: sandboxes, opt: o}
+	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now}
+	return s
 }
 
 func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Microsecond) }
@@ -89,7 +92,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*At
 	if err != nil {
 		return nil, nil, err
 	}
-	if open, err := s.openAttempt(ctx, e.ID, a.UserID); err != nil {
+	if open, err := s.attempts.FindOpen(ctx, e.ID, a.UserID); err != nil {
 		return nil, nil, err
 	} else if open != nil {
 		return nil, nil, attempt.OpenError(&open.Attempt)
@@ -193,21 +196,6 @@ func (s *Service) AttemptsLeft(ctx context.Context, e *Exam, userID int64) (int,
 	return max(e.MaxAttempts-n, 0), err
 }
 
-func (s *Service) openAttempt(ctx context.Context, examID, userID int64) (*Attempt, error) {
-	open, err := s.store.FindOpenAttempt(ctx, examID, userID)
-	if errors.Is(err, ErrAttemptNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if open.Status == attempt.InProgress && !s.now().Before(open.ExpiresAt) {
-		_, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil })
-		return nil, err
-	}
-	return open, nil
-}
-
 // Submission is a learner's answers (choice indexes in the order the attempt
 // shows), and optionally the sandbox practical questions are checked in: the
 // attempt's own, or for an attempt without one, another of the learner's
@@ -301,23 +289,13 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 	if err := sub.validate(e); err != nil {
 		return nil, nil, err
 	}
-	open, err := s.store.FindOpenAttempt(ctx, e.ID, a.UserID)
-	if errors.Is(err, ErrAttemptNotFound) {
-		return nil, nil, ErrNoOpenAttempt
-	}
+	open, err := s.attempts.Claim(ctx, e.ID, a.UserID, ErrNoOpenAttempt, nil)
 	if err != nil {
 		return nil, nil, err
-	}
-	var refusal error
-	if _, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { refusal = at.Claim(s.now()); return nil }); err != nil {
-		return nil, nil, err
-	}
-	if refusal != nil {
-		return nil, nil, refusal
 	}
 	results, points, err := s.grade(ctx, a, e, open, sub)
 	if err != nil {
-		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
+		s.attempts.Release(ctx, open.ID)
 		return nil, nil, err
 	}
 	var at *Attempt
@@ -497,17 +475,9 @@ func (s *Service) legacySandbox(ctx context.Context, a sandbox.Actor, e *Exam, i
 // with its exam; another user's is ErrAttemptNotFound. An attempt past its
 // deadline is ended as expired on the way.
 func (s *Service) Attempt(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
-	at, err := s.store.FindAttemptByID(ctx, id)
+	at, err := s.attempts.Owned(ctx, id, a.UserID, a.Admin)
 	if err != nil {
 		return nil, nil, err
-	}
-	if at.UserID != a.UserID && !a.Admin {
-		return nil, nil, ErrAttemptNotFound
-	}
-	if at.Status == attempt.InProgress && !s.now().Before(at.ExpiresAt) {
-		if at, err = s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil }); err != nil {
-			return nil, nil, err
-		}
 	}
 	e, err := s.store.FindExamByID(ctx, at.ExamID)
 	return at, e, err

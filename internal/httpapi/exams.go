@@ -191,29 +191,11 @@ func newExamResults(a *exam.Attempt, e *exam.Exam, admin bool) examResultsRespon
 }
 
 func (s *Server) handleExams(w http.ResponseWriter, r *http.Request) error {
-	exams, err := s.exams.Exams(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]examSummaryResponse, len(exams))
-	for i, e := range exams {
-		out[i] = newExamSummary(e)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, r, s.exams.Exams, newExamSummary)
 }
 
 func (s *Server) handleExam(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	e, err := s.exams.Exam(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newExamResponse(e))
-	return nil
+	return writeOne(w, r, s.exams.Exam, newExamResponse)
 }
 
 func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
@@ -306,75 +288,10 @@ func examInput(r *http.Request) (exam.Input, error) {
 	return in, nil
 }
 
-func (s *Server) handleAdminExams(w http.ResponseWriter, r *http.Request) error {
-	exams, err := s.exams.Exams(r.Context())
-	if err != nil {
-		return err
+// examAdmin is the admin CRUD of exams.
+func (s *Server) examAdmin() contentAdmin[*exam.Exam, exam.Input, adminExamResponse] {
+	return contentAdmin[*exam.Exam, exam.Input, adminExamResponse]{
+		all: s.exams.Exams, one: s.exams.Exam, create: s.exams.Create, update: s.exams.Update, remove: s.exams.Delete,
+		input: examInput, respond: newAdminExamResponse, query: examQueryParams, deleted: "Exam deleted",
 	}
-	out := make([]adminExamResponse, len(exams))
-	for i, e := range exams {
-		out[i] = newAdminExamResponse(e)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) handleAdminExam(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	e, err := s.exams.Exam(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newAdminExamResponse(e))
-	return nil
-}
-
-func (s *Server) handleAdminCreateExam(w http.ResponseWriter, r *http.Request) error {
-	in, err := examInput(r)
-	if err != nil {
-		return err
-	}
-	e, err := s.exams.Create(r.Context(), in)
-	if err != nil {
-		return locate(err, examQueryParams...)
-	}
-	writeJSON(w, http.StatusCreated, newAdminExamResponse(e))
-	return nil
-}
-
-func (s *Server) handleAdminUpdateExam(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	in, err := examInput(r)
-	if err != nil {
-		return err
-	}
-	e, err := s.exams.Update(r.Context(), id, in)
-	if err != nil {
-		return locate(err, examQueryParams...)
-	}
-	writeJSON(w, http.StatusOK, newAdminExamResponse(e))
-	return nil
-}
-
-func (s *Server) handleAdminDeleteExam(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	q := newQuery(r)
-	cascade := q.optBool("cascade")
-	if err := q.err(); err != nil {
-		return err
-	}
-	if err := s.exams.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"detail": "Exam deleted", "id": id})
-	return nil
 }

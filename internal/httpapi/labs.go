@@ -132,29 +132,11 @@ func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
 func isAdmin(r *http.Request) bool { return currentUser(r).Role == auth.RoleAdmin }
 
 func (s *Server) handleLabs(w http.ResponseWriter, r *http.Request) error {
-	labs, err := s.labs.Labs(r.Context())
-	if err != nil {
-		return err
-	}
-	out := make([]labResponse, len(labs))
-	for i, l := range labs {
-		out[i] = newLabResponse(l)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, r, s.labs.Labs, newLabResponse)
 }
 
 func (s *Server) handleLab(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	l, err := s.labs.Lab(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newLabResponse(l))
-	return nil
+	return writeOne(w, r, s.labs.Lab, newLabResponse)
 }
 
 func (s *Server) handleSectionLab(w http.ResponseWriter, r *http.Request) error {
@@ -250,75 +232,10 @@ func labInput(r *http.Request) (lab.Input, error) {
 	return in, nil
 }
 
-func (s *Server) handleAdminLabs(w http.ResponseWriter, r *http.Request) error {
-	labs, err := s.labs.Labs(r.Context())
-	if err != nil {
-		return err
+// labAdmin is the admin CRUD of laboratories.
+func (s *Server) labAdmin() contentAdmin[*lab.Lab, lab.Input, adminLabResponse] {
+	return contentAdmin[*lab.Lab, lab.Input, adminLabResponse]{
+		all: s.labs.Labs, one: s.labs.Lab, create: s.labs.Create, update: s.labs.Update, remove: s.labs.Delete,
+		input: labInput, respond: newAdminLabResponse, query: labQueryParams, deleted: "Laboratory deleted",
 	}
-	out := make([]adminLabResponse, len(labs))
-	for i, l := range labs {
-		out[i] = newAdminLabResponse(l)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) handleAdminLab(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	l, err := s.labs.Lab(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newAdminLabResponse(l))
-	return nil
-}
-
-func (s *Server) handleAdminCreateLab(w http.ResponseWriter, r *http.Request) error {
-	in, err := labInput(r)
-	if err != nil {
-		return err
-	}
-	l, err := s.labs.Create(r.Context(), in)
-	if err != nil {
-		return locate(err, labQueryParams...)
-	}
-	writeJSON(w, http.StatusCreated, newAdminLabResponse(l))
-	return nil
-}
-
-func (s *Server) handleAdminUpdateLab(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	in, err := labInput(r)
-	if err != nil {
-		return err
-	}
-	l, err := s.labs.Update(r.Context(), id, in)
-	if err != nil {
-		return locate(err, labQueryParams...)
-	}
-	writeJSON(w, http.StatusOK, newAdminLabResponse(l))
-	return nil
-}
-
-func (s *Server) handleAdminDeleteLab(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	q := newQuery(r)
-	cascade := q.optBool("cascade")
-	if err := q.err(); err != nil {
-		return err
-	}
-	if err := s.labs.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"detail": "Laboratory deleted", "id": id})
-	return nil
 }

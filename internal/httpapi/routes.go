@@ -37,6 +37,7 @@ func (s *Server) routeTable() []route {
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.
 func (s *Server) coreRoutes() []route {
+	examAdmin, labAdmin := s.examAdmin(), s.labAdmin()
 	return []route{
 		// Auth
 		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},
@@ -78,16 +79,16 @@ func (s *Server) coreRoutes() []route {
 		{"GET", "/api/laboratories/attempts/{id}/results", user, s.handleLabResults, docLabResults},
 
 		// Admin: exams and laboratories
-		{"GET", "/api/admin/exams", admin, s.handleAdminExams, docAdminExams},
-		{"POST", "/api/admin/exams", admin, s.handleAdminCreateExam, docAdminCreateExam},
-		{"GET", "/api/admin/exams/{id}", admin, s.handleAdminExam, docAdminExam},
-		{"PUT", "/api/admin/exams/{id}", admin, s.handleAdminUpdateExam, docAdminUpdateExam},
-		{"DELETE", "/api/admin/exams/{id}", admin, s.handleAdminDeleteExam, docAdminDeleteExam},
-		{"GET", "/api/admin/laboratories", admin, s.handleAdminLabs, docAdminLabs},
-		{"POST", "/api/admin/laboratories", admin, s.handleAdminCreateLab, docAdminCreateLab},
-		{"GET", "/api/admin/laboratories/{id}", admin, s.handleAdminLab, docAdminLab},
-		{"PUT", "/api/admin/laboratories/{id}", admin, s.handleAdminUpdateLab, docAdminUpdateLab},
-		{"DELETE", "/api/admin/laboratories/{id}", admin, s.handleAdminDeleteLab, docAdminDeleteLab},
+		{"GET", "/api/admin/exams", admin, examAdmin.list, docAdminExams},
+		{"POST", "/api/admin/exams", admin, examAdmin.post, docAdminCreateExam},
+		{"GET", "/api/admin/exams/{id}", admin, examAdmin.get, docAdminExam},
+		{"PUT", "/api/admin/exams/{id}", admin, examAdmin.put, docAdminUpdateExam},
+		{"DELETE", "/api/admin/exams/{id}", admin, examAdmin.delete, docAdminDeleteExam},
+		{"GET", "/api/admin/laboratories", admin, labAdmin.list, docAdminLabs},
+		{"POST", "/api/admin/laboratories", admin, labAdmin.post, docAdminCreateLab},
+		{"GET", "/api/admin/laboratories/{id}", admin, labAdmin.get, docAdminLab},
+		{"PUT", "/api/admin/laboratories/{id}", admin, labAdmin.put, docAdminUpdateLab},
+		{"DELETE", "/api/admin/laboratories/{id}", admin, labAdmin.delete, docAdminDeleteLab},
 
 		// Admin: sandboxes
 		{"GET", "/api/admin/containers", admin, s.handleAdminListContainers, docAdminListContainers},

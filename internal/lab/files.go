@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -122,7 +121,7 @@ func (f *File) input(moduleID, templateID int64) Input {
 }
 
 // ImportReport counts what an import did.
-type ImportReport struct{ Created, Updated, Unchanged int }
+type ImportReport struct{ yamlfile.Counts }
 
 func (r ImportReport) String() string {
 	return fmt.Sprintf("laboratories: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
@@ -131,52 +130,37 @@ func (r ImportReport) String() string {
 // Import upserts labs by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
 	var r ImportReport
+	u := yamlfile.Upserter[*Lab, Input]{
+		Find: s.store.FindLabBySlug, NotFound: ErrLabNotFound, Same: sameLab,
+		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, in); return err },
+		Update: func(ctx context.Context, old *Lab, in Input) error { _, err := s.Update(ctx, old.ID, in); return err },
+	}
 	for _, f := range files {
-		var moduleID int64
-		if f.Module != "" {
-			id, err := s.store.ModuleIDBySlug(ctx, f.Module)
-			if err != nil {
-				return r, fmt.Errorf("%s: module %q: %w", f.Path, f.Module, err)
-			}
-			moduleID = id
+		moduleID, err := yamlfile.Ref(ctx, f.Path, "module", f.Module, s.store.ModuleIDBySlug)
+		if err != nil {
+			return r, err
 		}
+		// A lab's template is required: an empty name is looked up (and refused) too.
 		templateID, err := s.store.TemplateIDByName(ctx, f.Template)
 		if err != nil {
 			return r, fmt.Errorf("%s: sandbox template %q: %w", f.Path, f.Template, err)
 		}
-		in := f.input(moduleID, templateID)
-		old, err := s.store.FindLabBySlug(ctx, f.Slug)
-		switch {
-		case errors.Is(err, ErrLabNotFound):
-			if _, err := s.Create(ctx, in); err != nil {
-				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
-			}
-			r.Created++
-			continue
-		case err != nil:
+		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
 			return r, err
 		}
-		next := *old
-		next.Tasks = append([]*Task(nil), old.Tasks...)
-		if err := in.apply(&next); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
-		}
-		if sameLab(old, &next) {
-			r.Unchanged++
-			continue
-		}
-		if _, err := s.Update(ctx, old.ID, in); err != nil {
-			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
-		}
-		r.Updated++
 	}
 	return r, nil
 }
 
-func sameLab(a, b *Lab) bool {
-	ta, tb := *a, *b
-	ta.CreatedAt, ta.UpdatedAt, tb.CreatedAt, tb.UpdatedAt = b.CreatedAt, b.UpdatedAt, b.CreatedAt, b.UpdatedAt
-	return reflect.DeepEqual(&ta, &tb)
+// sameLab reports whether in would leave old as it is, timestamps aside.
+func sameLab(old *Lab, in Input) (bool, error) {
+	next := *old
+	next.Tasks = append([]*Task(nil), old.Tasks...)
+	if err := in.apply(&next); err != nil {
+		return false, err
+	}
+	next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
+	return reflect.DeepEqual(old, &next), nil
 }
 
 // Export writes every lab into dir, a curriculum the lesson export has just

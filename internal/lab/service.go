@@ -79,12 +79,16 @@ type Service struct {
 	store     Store
 	sandboxes Sandboxes
 	opt       Options
+	attempts  attempt.Rows[Attempt, *Attempt]
 }
 
 // NewService returns a Service.
 func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	o.defaults()
-	return &Service{store: store, sandboxes: sandboxes, opt: o}
+	s := &Service{store: store, sandboxes: sandboxes, opt: o}
+	// An attempt that ends on the way loses its sandbox.
+	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now, Ended: s.removeSandbox}
+	return s
 }
 
 func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Microsecond) }
@@ -120,7 +124,7 @@ func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	if err != nil {
 		return nil, err
 	}
-	if open, err := s.openAttempt(ctx, l.ID, a.UserID); err != nil {
+	if open, err := s.attempts.FindOpen(ctx, l.ID, a.UserID); err != nil {
 		return nil, err
 	} else if open != nil {
 		return nil, attempt.OpenError(&open.Attempt)
@@ -278,27 +282,6 @@ func (s *Service) provision(ctx context.Context, a sandbox.Actor, l *Lab) (*sand
 	return c, nil
 }
 
-// openAttempt returns the actor's open attempt of a lab, or nil. An attempt
-// whose deadline passed is ended as expired on the way.
-func (s *Service) openAttempt(ctx context.Context, labID, userID int64) (*Attempt, error) {
-	open, err := s.store.FindOpenAttempt(ctx, labID, userID)
-	if errors.Is(err, ErrAttemptNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if open.Status == attempt.InProgress && !s.now().Before(open.ExpiresAt) {
-		ended, err := s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil })
-		if err != nil {
-			return nil, err
-		}
-		s.removeSandbox(ctx, ended)
-		return nil, nil
-	}
-	return open, nil
-}
-
 // Check runs every task's check in the actor's open attempt now, without
 // ending it, so the learner sees which tasks already pass. Checks of one
 // attempt never overlap: one that runs is row state, and a check asked for
@@ -309,25 +292,9 @@ func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Att
 	if err != nil {
 		return nil, err
 	}
-	open, err := s.store.FindOpenAttempt(ctx, l.ID, a.UserID)
-	if errors.Is(err, ErrAttemptNotFound) {
-		return nil, ErrNoOpenAttempt
-	}
+	open, err := s.attempts.Claim(ctx, l.ID, a.UserID, ErrNoOpenAttempt, s.claimCheck)
 	if err != nil {
 		return nil, err
-	}
-	var refusal error
-	now := s.now()
-	open, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
-		refusal = s.claimCheck(at, now)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if refusal != nil {
-		s.removeSandbox(ctx, open) // when the deadline had passed
-		return nil, refusal
 	}
 	// The check's end is recorded whatever happens to the request, or the
 	// attempt would refuse checks until the claim went stale.
@@ -409,32 +376,13 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*At
 	if err != nil {
 		return nil, err
 	}
-	open, err := s.store.FindOpenAttempt(ctx, l.ID, a.UserID)
-	if errors.Is(err, ErrAttemptNotFound) {
-		return nil, ErrNoOpenAttempt
-	}
+	open, err := s.attempts.Claim(ctx, l.ID, a.UserID, ErrNoOpenAttempt, s.claimGrading)
 	if err != nil {
 		return nil, err
-	}
-	var refusal error
-	now := s.now()
-	if open, err = s.store.UpdateAttempt(ctx, open.ID, func(at *Attempt) error {
-		if at.Status == attempt.InProgress && now.Before(at.ExpiresAt) && s.checking(at, now) {
-			refusal = s.checkRunning(at, now)
-			return nil
-		}
-		refusal = at.Claim(now)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if refusal != nil {
-		s.removeSandbox(ctx, open) // when the deadline had passed
-		return nil, refusal
 	}
 	results, points, err := s.grade(ctx, a, l, open)
 	if err != nil {
-		s.store.UpdateAttempt(context.WithoutCancel(ctx), open.ID, func(at *Attempt) error { at.Release(); return nil })
+		s.attempts.Release(ctx, open.ID)
 		return nil, err
 	}
 	done, err := s.record(ctx, l, open.ID, activity.LabSubmitted, func(at *Attempt) {
@@ -445,6 +393,15 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*At
 		return nil, err
 	}
 	return s.removeSandbox(ctx, done), nil
+}
+
+// claimGrading takes attempt at for grading as Attempt.Claim does, but not
+// while a check of it runs (429): the deadline still ends it first.
+func (s *Service) claimGrading(at *Attempt, now time.Time) error {
+	if at.Status == attempt.InProgress && now.Before(at.ExpiresAt) && s.checking(at, now) {
+		return s.checkRunning(at, now)
+	}
+	return at.Claim(now)
 }
 
 // grade runs the checks of a claimed attempt. A sandbox that no longer
@@ -517,18 +474,9 @@ const notChecked = "Not checked: the checks before it used up the time a check m
 // ErrAttemptNotFound. An in-progress attempt past its deadline is ended as
 // expired on the way.
 func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Lab, error) {
-	at, err := s.store.FindAttemptByID(ctx, id)
+	at, err := s.attempts.Owned(ctx, id, a.UserID, a.Admin)
 	if err != nil {
 		return nil, nil, err
-	}
-	if at.UserID != a.UserID && !a.Admin {
-		return nil, nil, ErrAttemptNotFound
-	}
-	if at.Status == attempt.InProgress && !s.now().Before(at.ExpiresAt) {
-		if at, err = s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error { at.ExpireIfDue(s.now()); return nil }); err != nil {
-			return nil, nil, err
-		}
-		at = s.removeSandbox(ctx, at)
 	}
 	l, err := s.store.FindLabByID(ctx, at.LabID)
 	return at, l, err

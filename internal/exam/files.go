@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -107,7 +108,7 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 		old, err := s.store.FindExamBySlug(ctx, f.Slug)
 		switch {
 		case errors.Is(err, ErrExamNotFound):
-			if _, err := s.Create(ctx, in); err != nil {
+			if _, err := s.Create(ctx, actor.AsAdmin(), in); err != nil {
 				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 			}
 			r.Created++
@@ -125,7 +126,7 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 			r.Unchanged++
 			continue
 		}
-		if _, err := s.Update(ctx, old.ID, in); err != nil {
+		if _, err := s.Update(ctx, actor.AsAdmin(), old.ID, in); err != nil {
 			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 		}
 		r.Updated++

@@ -221,7 +221,7 @@ func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Start(r.Context(), actor(r), id)
+	a, e, err := s.exams.Start(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (s *Server) handleExamAttempt(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Attempt(r.Context(), actor(r), id)
+	a, e, err := s.exams.Attempt(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (s *Server) handleExamSubmit(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	a, e, err := s.exams.Submit(r.Context(), actor(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
+	a, e, err := s.exams.Submit(r.Context(), callerOf(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
 	if err != nil {
 		return locate(err)
 	}
@@ -270,7 +270,7 @@ func (s *Server) handleExamResults(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Results(r.Context(), actor(r), id)
+	a, e, err := s.exams.Results(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func (s *Server) handleAdminCreateExam(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	e, err := s.exams.Create(r.Context(), in)
+	e, err := s.exams.Create(r.Context(), callerOf(r), in)
 	if err != nil {
 		return locate(err, examQueryParams...)
 	}
@@ -354,7 +354,7 @@ func (s *Server) handleAdminUpdateExam(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	e, err := s.exams.Update(r.Context(), id, in)
+	e, err := s.exams.Update(r.Context(), callerOf(r), id, in)
 	if err != nil {
 		return locate(err, examQueryParams...)
 	}
@@ -372,7 +372,7 @@ func (s *Server) handleAdminDeleteExam(w http.ResponseWriter, r *http.Request) e
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.exams.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
+	if err := s.exams.Delete(r.Context(), callerOf(r), id, cascade != nil && *cascade); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Exam deleted", "id": id})

@@ -190,15 +190,15 @@ func (s *Server) labAction(status int, act func(*http.Request, int64) (*lab.Atte
 }
 
 func (s *Server) handleLabStart(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Start(r.Context(), actor(r), id)
+	return s.labs.Start(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabCheck(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Check(r.Context(), actor(r), id)
+	return s.labs.Check(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabSubmit(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Submit(r.Context(), actor(r), id)
+	return s.labs.Submit(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error {
@@ -206,7 +206,7 @@ func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	a, _, err := s.labs.Results(r.Context(), actor(r), id)
+	a, _, err := s.labs.Results(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (s *Server) handleAdminCreateLab(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	l, err := s.labs.Create(r.Context(), in)
+	l, err := s.labs.Create(r.Context(), callerOf(r), in)
 	if err != nil {
 		return locate(err, labQueryParams...)
 	}
@@ -298,7 +298,7 @@ func (s *Server) handleAdminUpdateLab(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	l, err := s.labs.Update(r.Context(), id, in)
+	l, err := s.labs.Update(r.Context(), callerOf(r), id, in)
 	if err != nil {
 		return locate(err, labQueryParams...)
 	}
@@ -316,7 +316,7 @@ func (s *Server) handleAdminDeleteLab(w http.ResponseWriter, r *http.Request) er
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.labs.Delete(r.Context(), id, cascade != nil && *cascade); err != nil {
+	if err := s.labs.Delete(r.Context(), callerOf(r), id, cascade != nil && *cascade); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Laboratory deleted", "id": id})

@@ -230,7 +230,7 @@ func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	m, err := s.lessons.CreateModule(r.Context(), n)
+	m, err := s.lessons.CreateModule(r.Context(), callerOf(r), n)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	m, err := s.lessons.UpdateModule(r.Context(), id, u)
+	m, err := s.lessons.UpdateModule(r.Context(), callerOf(r), id, u)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (s *Server) handleAdminDeleteModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.DeleteModule(r.Context(), id, cascade); err != nil {
+	if err := s.lessons.DeleteModule(r.Context(), callerOf(r), id, cascade); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Module deleted", "id": id})
@@ -286,7 +286,7 @@ func (s *Server) handleAdminReorderModules(w http.ResponseWriter, r *http.Reques
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.ReorderModules(r.Context(), ids); err != nil {
+	if err := s.lessons.ReorderModules(r.Context(), callerOf(r), ids); err != nil {
 		return err
 	}
 	return s.handleModules(w, r)
@@ -302,7 +302,7 @@ func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.ReorderThemes(r.Context(), id, ids); err != nil {
+	if err := s.lessons.ReorderThemes(r.Context(), callerOf(r), id, ids); err != nil {
 		return err
 	}
 	m, err := s.lessons.Module(r.Context(), id)
@@ -330,7 +330,7 @@ func (s *Server) handleAdminCreateTheme(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	n.Markdown = md
-	t, err := s.lessons.CreateTheme(r.Context(), n)
+	t, err := s.lessons.CreateTheme(r.Context(), callerOf(r), n)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) 
 	if err := q.err(); err != nil {
 		return err
 	}
-	if _, err := s.lessons.UpdateTheme(r.Context(), id, u); err != nil {
+	if _, err := s.lessons.UpdateTheme(r.Context(), callerOf(r), id, u); err != nil {
 		return err
 	}
 	return s.writeTheme(w, r, id)
@@ -371,7 +371,7 @@ func (s *Server) handleAdminSetThemeContent(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	c, err := s.lessons.SetContent(r.Context(), id, md)
+	c, err := s.lessons.SetContent(r.Context(), callerOf(r), id, md)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (s *Server) handleAdminDeleteTheme(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	if err := s.lessons.DeleteTheme(r.Context(), id); err != nil {
+	if err := s.lessons.DeleteTheme(r.Context(), callerOf(r), id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Theme deleted", "id": id})

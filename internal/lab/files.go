@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -148,7 +149,7 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 		old, err := s.store.FindLabBySlug(ctx, f.Slug)
 		switch {
 		case errors.Is(err, ErrLabNotFound):
-			if _, err := s.Create(ctx, in); err != nil {
+			if _, err := s.Create(ctx, actor.AsAdmin(), in); err != nil {
 				return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 			}
 			r.Created++
@@ -165,7 +166,7 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 			r.Unchanged++
 			continue
 		}
-		if _, err := s.Update(ctx, old.ID, in); err != nil {
+		if _, err := s.Update(ctx, actor.AsAdmin(), old.ID, in); err != nil {
 			return r, fmt.Errorf("%s: %s", f.Path, yamlfile.Describe(err))
 		}
 		r.Updated++

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"tuxlab/internal/activity"
 
+	"tuxlab/internal/activity"
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
@@ -159,7 +160,10 @@ type NewModule struct {
 }
 
 // CreateModule validates and stores a new module.
-func (s *Service) CreateModule(ctx context.Context, n NewModule) (*Module, error) {
+func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) (*Module, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
@@ -185,7 +189,10 @@ func checkDescription(f *errs.Fields, d string) {
 }
 
 // UpdateModule validates and applies the fields given.
-func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*Module, error) {
+func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u ModuleUpdate) (*Module, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
@@ -212,14 +219,20 @@ func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*
 }
 
 // DeleteModule removes a module; one with themes needs cascade.
-func (s *Service) DeleteModule(ctx context.Context, id int64, cascade bool) error {
+func (s *Service) DeleteModule(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	return s.store.DeleteModule(ctx, id, cascade)
 }
 
 // ReorderModules puts every module in the order of ids, which must name each
 // module exactly once.
-func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
+func (s *Service) ReorderModules(ctx context.Context, a actor.Actor, ids []int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	modules, err := s.store.FindModules(ctx)
 	if err != nil {
@@ -237,7 +250,10 @@ func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
 
 // ReorderThemes puts every theme of a module in the order of ids, which must
 // name each of its themes exactly once.
-func (s *Service) ReorderThemes(ctx context.Context, moduleID int64, ids []int64) error {
+func (s *Service) ReorderThemes(ctx context.Context, a actor.Actor, moduleID int64, ids []int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	m, err := s.store.FindModuleByID(ctx, moduleID)
 	if err != nil {
@@ -288,7 +304,10 @@ type NewTheme struct {
 }
 
 // CreateTheme validates, renders and stores a new theme.
-func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
+func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*Theme, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
@@ -325,7 +344,10 @@ func checkMarkdown(f *errs.Fields, md string) {
 }
 
 // UpdateTheme validates and applies the fields given.
-func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Theme, error) {
+func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u ThemeUpdate) (*Theme, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
@@ -349,7 +371,10 @@ func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Th
 }
 
 // SetContent replaces a theme's lesson text and re-renders it.
-func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*Content, error) {
+func (s *Service) SetContent(ctx context.Context, a actor.Actor, id int64, markdown string) (*Content, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	checkMarkdown(&f, markdown)
@@ -365,7 +390,10 @@ func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*C
 }
 
 // DeleteTheme removes a theme and its completions.
-func (s *Service) DeleteTheme(ctx context.Context, id int64) error {
+func (s *Service) DeleteTheme(ctx context.Context, a actor.Actor, id int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	return s.store.DeleteTheme(ctx, id)
 }

@@ -232,7 +232,7 @@ func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request)
 	}
 	m, err := s.lessons.CreateModule(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusCreated, newModuleResponse(m, nil))
 	return nil
@@ -254,7 +254,7 @@ func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request)
 	}
 	m, err := s.lessons.UpdateModule(r.Context(), callerOf(r), id, u)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
 	return nil
@@ -287,7 +287,7 @@ func (s *Server) handleAdminReorderModules(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	if err := s.lessons.ReorderModules(r.Context(), callerOf(r), ids); err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	return s.handleModules(w, r)
 }
@@ -303,7 +303,7 @@ func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	if err := s.lessons.ReorderThemes(r.Context(), callerOf(r), id, ids); err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	m, err := s.lessons.Module(r.Context(), id)
 	if err != nil {
@@ -332,7 +332,7 @@ func (s *Server) handleAdminCreateTheme(w http.ResponseWriter, r *http.Request) 
 	n.Markdown = md
 	t, err := s.lessons.CreateTheme(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.Relocate(err, themeLoc)
 	}
 	writeJSON(w, http.StatusCreated, newThemeResponse(&lesson.ThemeView{Theme: t}))
 	return nil
@@ -357,7 +357,7 @@ func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	if _, err := s.lessons.UpdateTheme(r.Context(), callerOf(r), id, u); err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	return s.writeTheme(w, r, id)
 }
@@ -373,7 +373,7 @@ func (s *Server) handleAdminSetThemeContent(w http.ResponseWriter, r *http.Reque
 	}
 	c, err := s.lessons.SetContent(r.Context(), callerOf(r), id, md)
 	if err != nil {
-		return err
+		return errs.Relocate(err, themeLoc)
 	}
 	writeJSON(w, http.StatusOK, newContentResponse(c))
 	return nil
@@ -421,4 +421,13 @@ func readMarkdown(r *http.Request, required bool) (string, error) {
 		return "", errs.Field([]any{"body"}, "Field required: send the lesson as Markdown", "missing")
 	}
 	return string(b), nil
+}
+
+// themeLoc places a field error of the lesson domain: the lesson text
+// ("markdown") is the request body, every other field a query parameter.
+func themeLoc(loc []any) []any {
+	if len(loc) > 0 && loc[0] == "markdown" {
+		return []any{"body"}
+	}
+	return append([]any{"query"}, loc...)
 }

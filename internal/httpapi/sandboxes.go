@@ -133,7 +133,7 @@ func (s *Server) handleAdminCreateTemplate(w http.ResponseWriter, r *http.Reques
 	}
 	t, err := s.sandboxes.CreateTemplate(r.Context(), in)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusCreated, newTemplateResponse(t))
 	return nil
@@ -151,7 +151,7 @@ func (s *Server) handleAdminUpdateTemplate(w http.ResponseWriter, r *http.Reques
 	}
 	t, err := s.sandboxes.UpdateTemplate(r.Context(), id, in)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusOK, newTemplateResponse(t))
 	return nil

@@ -169,10 +169,10 @@ func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) 
 		n.Slug = Slugify(n.Title)
 	}
 	var f errs.Fields
-	checkText(&f, []any{"query", "name"}, "Name", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"query", "slug"}, n.Slug)
+	checkText(&f, []any{"name"}, "Name", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"slug"}, n.Slug)
 	checkDescription(&f, n.Description)
-	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) 
 
 func checkDescription(f *errs.Fields, d string) {
 	if len([]rune(d)) > MaxDescriptionLen {
-		f.Add([]any{"query", "description"}, "Description must be at most 2000 characters", "string_too_long")
+		f.Add([]any{"description"}, "Description must be at most 2000 characters", "string_too_long")
 	}
 }
 
@@ -196,18 +196,18 @@ func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u M
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
-		checkText(&f, []any{"query", "name"}, "Name", *u.Title, MaxTitleLen)
+		checkText(&f, []any{"name"}, "Name", *u.Title, MaxTitleLen)
 		t := strings.TrimSpace(*u.Title)
 		u.Title = &t
 	}
 	if u.Slug != nil {
-		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+		checkSlug(&f, []any{"slug"}, *u.Slug)
 	}
 	if u.Description != nil {
 		checkDescription(&f, *u.Description)
 	}
 	if u.OrderIndex != nil {
-		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -283,7 +283,7 @@ func checkPermutation(param string, ids, current []int64) error {
 		seen[id] = true
 	}
 	if len(seen) != len(want) || len(ids) != len(current) {
-		return errs.Field([]any{"query", param}, fmt.Sprintf("%s must list each of the %d current ids exactly once, comma-separated", param, len(current)), "value_error")
+		return errs.Field([]any{param}, fmt.Sprintf("%s must list each of the %d current ids exactly once, comma-separated", param, len(current)), "value_error")
 	}
 	return nil
 }
@@ -313,10 +313,10 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 		n.Slug = Slugify(n.Title)
 	}
 	var f errs.Fields
-	checkText(&f, []any{"query", "title"}, "Title", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"query", "slug"}, n.Slug)
-	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
-	checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
+	checkText(&f, []any{"title"}, "Title", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"slug"}, n.Slug)
+	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	checkRange(&f, []any{"estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
 	checkMarkdown(&f, n.Markdown)
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -330,7 +330,7 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 		EstimatedMinutes: n.EstimatedMinutes, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateTheme(ctx, t, &Content{Markdown: n.Markdown, HTML: html, UpdatedAt: now}); err != nil {
 		if errs.Is(err, errs.NotFound) {
-			return nil, errs.Field([]any{"query", "module_id"}, "No module with this id", "value_error")
+			return nil, errs.Field([]any{"module_id"}, "No module with this id", "value_error")
 		}
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 
 func checkMarkdown(f *errs.Fields, md string) {
 	if len(md) > MaxMarkdownBytes {
-		f.Add([]any{"body"}, "Lesson content must be at most 256 KiB", "string_too_long")
+		f.Add([]any{"markdown"}, "Lesson content must be at most 256 KiB", "string_too_long")
 	}
 }
 
@@ -351,18 +351,18 @@ func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u Th
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
-		checkText(&f, []any{"query", "title"}, "Title", *u.Title, MaxTitleLen)
+		checkText(&f, []any{"title"}, "Title", *u.Title, MaxTitleLen)
 		t := strings.TrimSpace(*u.Title)
 		u.Title = &t
 	}
 	if u.Slug != nil {
-		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+		checkSlug(&f, []any{"slug"}, *u.Slug)
 	}
 	if u.OrderIndex != nil {
-		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}
 	if u.EstimatedMinutes != nil {
-		checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", *u.EstimatedMinutes, 1, MaxMinutes)
+		checkRange(&f, []any{"estimated_minutes"}, "estimated_minutes", *u.EstimatedMinutes, 1, MaxMinutes)
 	}
 	if err := f.Err(); err != nil {
 		return nil, err

@@ -190,7 +190,7 @@ func (s *Server) handleCreateContainer(w http.ResponseWriter, r *http.Request) e
 	}
 	c, err := s.sandboxes.Create(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusCreated, s.newContainerResponse(c))
 	return nil

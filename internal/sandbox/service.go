@@ -207,7 +207,7 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	}
 	t, err := s.store.FindTemplateByID(ctx, n.TemplateID)
 	if errors.Is(err, ErrTemplateNotFound) {
-		return nil, errs.Field([]any{"body", "template_id"}, "No sandbox template with this id", "value_error")
+		return nil, errs.Field([]any{"template_id"}, "No sandbox template with this id", "value_error")
 	}
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 		n.Name = t.Name
 	}
 	if utf8.RuneCountInString(n.Name) > MaxNameLen || strings.ContainsAny(n.Name, "\r\n\t") {
-		return nil, errs.Field([]any{"body", "name"}, "Name must be one line of at most 64 characters", "string_too_long")
+		return nil, errs.Field([]any{"name"}, "Name must be one line of at most 64 characters", "string_too_long")
 	}
 	// The learner's own quota answers first (409); the host-wide cap (503) is
 	// the platform's problem, not the learner's. The transaction below checks

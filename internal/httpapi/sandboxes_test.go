@@ -959,3 +959,29 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 		t.Fatalf("the background watch did not act: %+v", got)
 	}
 }
+
+// TestCreateSandboxValidationLocations checks where the sandbox domain's own
+// validation problems land: it names the field, the handler places it in the body.
+func TestCreateSandboxValidationLocations(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		tests := []struct {
+			name string
+			body map[string]any
+			want string
+		}{
+			{"unknown template", map[string]any{"template_id": 1 << 40}, "body.template_id"},
+			{"name over two lines", map[string]any{"template_id": tpl, "name": "one\ntwo"}, "body.name"},
+			{"name too long", map[string]any{"template_id": tpl, "name": strings.Repeat("n", 65)}, "body.name"},
+		}
+		for _, tt := range tests {
+			r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: tt.body}).Expect(t, http.StatusUnprocessableEntity)
+			if got := strings.Join(locs(t, r), ","); got != tt.want {
+				t.Errorf("%s: locs %s, want %s", tt.name, got, tt.want)
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tuxlab/content"
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/auth"
@@ -140,12 +141,12 @@ func TestBundledChecksProvenBothWays(t *testing.T) {
 
 func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 	ctx := context.Background()
-	a := sandbox.Actor{UserID: u.ID}
+	a := actor.User(u.ID)
 	at, err := e.App.Labs.Start(ctx, a, l.ID)
 	if err != nil {
 		t.Fatalf("start (with its setup): %v", err)
 	}
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, *at.ContainerID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
 
 	fresh, err := e.App.Labs.Check(ctx, a, l.ID)
 	if err != nil {
@@ -183,12 +184,12 @@ func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 
 func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 	ctx := context.Background()
-	a := sandbox.Actor{UserID: u.ID}
+	a := actor.User(u.ID)
 	c, err := e.App.Sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: *x.TemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID) })
 	var practical []*exam.Question
 	var checks []sandbox.Script
 	for _, q := range x.Questions {
@@ -271,11 +272,11 @@ func TestBundledSurvivalChecksAreStrict(t *testing.T) {
 
 func proveSurvival(t *testing.T, e *apitest.Env, u *apitest.User, templateID int64, q *exam.Question, prepare, fragile, sturdy string) {
 	ctx := context.Background()
-	box, err := e.App.Sandboxes.Create(ctx, sandbox.Actor{UserID: u.ID}, sandbox.NewContainer{TemplateID: templateID})
+	box, err := e.App.Sandboxes.Create(ctx, actor.User(u.ID), sandbox.NewContainer{TemplateID: templateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, box.ID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), box.ID) })
 	run := func(sc sandbox.Script) *sandbox.Result {
 		ran, err := e.App.Sandboxes.ExecIn(ctx, box, sc)
 		if err != nil {

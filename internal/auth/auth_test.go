@@ -28,7 +28,7 @@ func TestNormalizeEmail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var f errs.Fields
-		got := NormalizeEmail(&f, []any{"body", "email"}, tt.in)
+		got := NormalizeEmail(&f, []any{"email"}, tt.in)
 		if got != tt.want || (tt.want == "") != (len(f) == 1) {
 			t.Errorf("NormalizeEmail(%q) = %q with %v, want %q", tt.in, got, f, tt.want)
 		}

@@ -8,10 +8,10 @@ import (
 	"tuxlab/internal/errs"
 )
 
-// Where the fields of a password change sit in its request.
+// The fields of a password change, as its callers name them.
 var (
-	locCurrentPassword = []any{"body", "current_password"}
-	locNewPassword     = []any{"body", "new_password"}
+	locCurrentPassword = []any{"current_password"}
+	locNewPassword     = []any{"new_password"}
 )
 
 // ErrWrongPassword is a password change whose current password is wrong. It is
@@ -37,7 +37,7 @@ type PasswordChange struct {
 // TUXLAB_AUTH_RATE_USER a minute), and count towards the account's ceiling
 // that logins share, so a stolen token cannot be used to guess the password
 // faster than a login could.
-// Problems are 422 at ["body", "current_password"] or ["body", "new_password"].
+// Problems are 422 at ["current_password"] or ["new_password"].
 func (s *Service) PreparePasswordChange(ctx context.Context, id int64, current, next string) (*PasswordChange, error) {
 	u, err := s.users.FindUserByID(ctx, id)
 	if err != nil {

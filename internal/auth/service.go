@@ -116,13 +116,13 @@ type NewUser struct {
 	Role     Role
 }
 
-// validate checks every field at once; loc0 is the request part ("body" or "query").
-func (n *NewUser) validate(loc0 string) error {
+// validate checks every field at once; locations are the field names.
+func (n *NewUser) validate() error {
 	var f errs.Fields
 	n.Username = strings.TrimSpace(n.Username)
-	ValidateUsername(&f, []any{loc0, "username"}, n.Username)
-	n.Email = NormalizeEmail(&f, []any{loc0, "email"}, n.Email)
-	ValidatePassword(&f, []any{loc0, "password"}, n.Password, n.Username)
+	ValidateUsername(&f, []any{"username"}, n.Username)
+	n.Email = NormalizeEmail(&f, []any{"email"}, n.Email)
+	ValidatePassword(&f, []any{"password"}, n.Password, n.Username)
 	return f.Err()
 }
 
@@ -141,19 +141,19 @@ func tooMany(wait time.Duration) error {
 // Register creates a student account. Its caller has rate limited the client.
 func (s *Service) Register(ctx context.Context, n NewUser) (*User, error) {
 	n.Role = RoleStudent
-	return s.create(ctx, n, "body")
+	return s.create(ctx, n)
 }
 
-// CreateUser creates an account with any role; for admins (inputs from the query string).
+// CreateUser creates an account with any role; for admins (the HTTP layer places the field locations).
 func (s *Service) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 	if _, ok := ParseRole(string(n.Role)); !ok {
-		return nil, errs.Field([]any{"query", "role"}, "Role must be one of student, instructor, admin", "enum")
+		return nil, errs.Field([]any{"role"}, "Role must be one of student, instructor, admin", "enum")
 	}
-	return s.create(ctx, n, "query")
+	return s.create(ctx, n)
 }
 
-func (s *Service) create(ctx context.Context, n NewUser, loc0 string) (*User, error) {
-	if err := n.validate(loc0); err != nil {
+func (s *Service) create(ctx context.Context, n NewUser) (*User, error) {
+	if err := n.validate(); err != nil {
 		return nil, err
 	}
 	hash, err := s.hasher.Hash(ctx, n.Password)
@@ -280,7 +280,7 @@ func (s *Service) ChangePassword(ctx context.Context, id int64, password string)
 		return err
 	}
 	var f errs.Fields
-	ValidatePassword(&f, []any{"body", "password"}, password, u.Username)
+	ValidatePassword(&f, []any{"password"}, password, u.Username)
 	if err := f.Err(); err != nil {
 		return err
 	}

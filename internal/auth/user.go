@@ -11,18 +11,20 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
 // Role is what a user may do. Registrations are always students; only an
-// admin changes a role.
-type Role string
+// admin changes a role. It is actor.Role, so a user's role becomes an
+// actor.Actor without conversion.
+type Role = actor.Role
 
 // The roles of the contract.
 const (
-	RoleStudent    Role = "student"
-	RoleInstructor Role = "instructor"
-	RoleAdmin      Role = "admin"
+	RoleStudent    = actor.Student
+	RoleInstructor = actor.Instructor
+	RoleAdmin      = actor.Admin
 )
 
 // Roles lists every role, lowest privilege first.

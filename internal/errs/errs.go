@@ -31,7 +31,8 @@ const (
 )
 
 // FieldError is one entry of a validation error: where the bad input is and why.
-// Loc starts with the part of the request ("body", "query" or "path").
+// Loc starts with the part of the request ("body", "query" or "path") once
+// the HTTP layer has placed it (see In); domains report it relative to their input.
 type FieldError struct {
 	Loc  []any  `json:"loc"`
 	Msg  string `json:"msg"`
@@ -101,3 +102,29 @@ func KindOf(err error) Kind {
 
 // Is reports whether err carries an *Error of kind k.
 func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
+
+// In returns err with the location of every field error prefixed by part
+// ("query" or "body"). Domains report locations relative to their input
+// (["name"], ["answers", 2, "choices"]); the HTTP layer, which knows where
+// that input came from, calls In where it calls the domain. Errors without
+// field errors are returned unchanged.
+func In(part string, err error) error {
+	return Relocate(err, func(loc []any) []any { return append([]any{part}, loc...) })
+}
+
+// Relocate returns err with every field error's location replaced by
+// move(location), for inputs taken from more than one part of a request.
+// Errors without field errors are returned unchanged.
+func Relocate(err error, move func(loc []any) []any) error {
+	var e *Error
+	if !errors.As(err, &e) || len(e.Fields) == 0 {
+		return err
+	}
+	c := *e
+	c.Fields = make([]FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		f.Loc = move(f.Loc)
+		c.Fields[i] = f
+	}
+	return &c
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
@@ -237,7 +238,10 @@ func (s *Service) checkReferences(ctx context.Context, e *Exam) error {
 }
 
 // Create adds an exam from an admin's input.
-func (s *Service) Create(ctx context.Context, in Input) (*Exam, error) {
+func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Exam, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	e := &Exam{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing, CreatedAt: now, UpdatedAt: now}
 	if err := in.apply(e); err != nil {
@@ -253,7 +257,10 @@ func (s *Service) Create(ctx context.Context, in Input) (*Exam, error) {
 }
 
 // Update changes the fields given of exam id.
-func (s *Service) Update(ctx context.Context, id int64, in Input) (*Exam, error) {
+func (s *Service) Update(ctx context.Context, a actor.Actor, id int64, in Input) (*Exam, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	e, err := s.store.FindExamByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -272,6 +279,9 @@ func (s *Service) Update(ctx context.Context, id int64, in Input) (*Exam, error)
 }
 
 // Delete removes an exam; with learners' attempts it needs cascade.
-func (s *Service) Delete(ctx context.Context, id int64, cascade bool) error {
+func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	return s.store.DeleteExam(ctx, id, cascade)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
@@ -47,12 +48,12 @@ func TestSubmitWhenTheEngineFails(t *testing.T) {
 		}
 		exams := exam.NewService(db.Exams(), sandboxes, exam.Options{Log: discard})
 		slug, title := "engine-fails", "Engine fails"
-		e, err := exams.Create(ctx, exam.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
+		e, err := exams.Create(ctx, actor.AsAdmin(), exam.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
 			Questions: []exam.QuestionInput{{Kind: exam.Practical, Prompt: "Make /tmp/x", Check: "test -f /tmp/x"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := sandbox.Actor{UserID: u.ID}
+		a := actor.User(u.ID)
 		started, _, err := exams.Start(ctx, a, e.ID)
 		if err != nil {
 			t.Fatal(err)

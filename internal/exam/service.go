@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tuxlab/internal/activity"
+	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
@@ -18,14 +19,14 @@ import (
 
 // Sandboxes is what exams need of the sandbox service.
 type Sandboxes interface {
-	Create(ctx context.Context, a sandbox.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
-	List(ctx context.Context, a sandbox.Actor) ([]*sandbox.Container, error)
-	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	Create(ctx context.Context, a actor.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
+	List(ctx context.Context, a actor.Actor) ([]*sandbox.Container, error)
+	Get(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
 	// Resume returns the sandbox running, started again if it was stopped;
 	// nil when it is gone.
-	Resume(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
-	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
-	Delete(ctx context.Context, a sandbox.Actor, id int64) error
+	Resume(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
+	Start(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
+	Delete(ctx context.Context, a actor.Actor, id int64) error
 	// CheckIn runs checks only in a sandbox whose system files were not
 	// tampered with; otherwise each result fails with the reason.
 	CheckIn(ctx context.Context, c *sandbox.Container, checks ...sandbox.Script) ([]*sandbox.Result, error)
@@ -87,7 +88,7 @@ func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) {
 // attempt is used. The attempt shows each choice question's options in an
 // order drawn now. An exam with practical questions gets a sandbox made for
 // the attempt from its template, where they are graded (see freshSandbox).
-func (s *Service) Start(ctx context.Context, a sandbox.Actor, examID int64) (*Attempt, *Exam, error) {
+func (s *Service) Start(ctx context.Context, a actor.Actor, examID int64) (*Attempt, *Exam, error) {
 	e, err := s.store.FindExamByID(ctx, examID)
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +137,7 @@ func (s *Service) insert(ctx context.Context, e *Exam, at *Attempt) error {
 		return nil
 	}
 	if at.ContainerID != nil {
-		if derr := s.sandboxes.Delete(context.WithoutCancel(ctx), sandbox.Actor{UserID: at.UserID}, *at.ContainerID); derr != nil {
+		if derr := s.sandboxes.Delete(context.WithoutCancel(ctx), actor.User(at.UserID), *at.ContainerID); derr != nil {
 			s.opt.Log.Warn("could not delete the sandbox of a refused exam start", "container_id", *at.ContainerID, "error", derr.Error())
 		}
 	}
@@ -155,8 +156,8 @@ func (s *Service) insert(ctx context.Context, e *Exam, at *Attempt) error {
 // takes the place of the last attempt's instead of counting beside it
 // against the learner's sandbox quota. A quota still full is 409 saying
 // what to stop or delete.
-func (s *Service) freshSandbox(ctx context.Context, a sandbox.Actor, e *Exam) (*sandbox.Container, error) {
-	owner := sandbox.Actor{UserID: a.UserID}
+func (s *Service) freshSandbox(ctx context.Context, a actor.Actor, e *Exam) (*sandbox.Container, error) {
+	owner := actor.User(a.UserID)
 	ended, err := s.store.FindEndedAttemptSandboxes(ctx, a.UserID, s.now())
 	if err != nil {
 		return nil, err
@@ -281,7 +282,7 @@ func checkShape(f *errs.Fields, loc []any, k Kind, a Answer) {
 // attempt ends as expired. Choice answers are option indexes in the order
 // the attempt shows; practical questions are checked in the attempt's
 // sandbox (see gradingSandbox).
-func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub Submission) (*Attempt, *Exam, error) {
+func (s *Service) Submit(ctx context.Context, a actor.Actor, examID int64, sub Submission) (*Attempt, *Exam, error) {
 	e, err := s.store.FindExamByID(ctx, examID)
 	if err != nil {
 		return nil, nil, err
@@ -316,7 +317,7 @@ func (s *Service) Submit(ctx context.Context, a sandbox.Actor, examID int64, sub
 }
 
 // grade scores every question of attempt at; unanswered ones score nothing.
-func (s *Service) grade(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, sub Submission) ([]QuestionResult, int, error) {
+func (s *Service) grade(ctx context.Context, a actor.Actor, e *Exam, at *Attempt, sub Submission) ([]QuestionResult, int, error) {
 	checked, err := s.runPractical(ctx, a, e, at, sub.ContainerID)
 	if err != nil {
 		return nil, 0, err
@@ -355,7 +356,7 @@ const sandboxGone = "The sandbox of this attempt no longer exists, so this task 
 // runPractical runs every practical check of e in one go in the sandbox of
 // attempt at, and returns each question's result; none when the exam has no
 // practical question or the attempt's sandbox is gone.
-func (s *Service) runPractical(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, named *int64) (map[int64]*sandbox.Result, error) {
+func (s *Service) runPractical(ctx context.Context, a actor.Actor, e *Exam, at *Attempt, named *int64) (map[int64]*sandbox.Result, error) {
 	checked := map[int64]*sandbox.Result{}
 	if !e.HasPractical() {
 		return checked, nil
@@ -422,7 +423,7 @@ func normalize(s string, caseSensitive bool) string {
 // is nil, which fails those questions rather than keeping the attempt open
 // for good. An attempt without one (started before attempts had their own)
 // is graded in legacySandbox.
-func (s *Service) gradingSandbox(ctx context.Context, a sandbox.Actor, e *Exam, at *Attempt, named *int64) (*sandbox.Container, error) {
+func (s *Service) gradingSandbox(ctx context.Context, a actor.Actor, e *Exam, at *Attempt, named *int64) (*sandbox.Container, error) {
 	if at.ContainerID == nil {
 		return s.legacySandbox(ctx, a, e, named)
 	}
@@ -430,7 +431,7 @@ func (s *Service) gradingSandbox(ctx context.Context, a sandbox.Actor, e *Exam, 
 		return nil, errs.Field([]any{"container_id"},
 			fmt.Sprintf("This attempt's practical questions are graded in its own sandbox, %d: name that one or none", *at.ContainerID), "value_error")
 	}
-	return s.sandboxes.Resume(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
+	return s.sandboxes.Resume(ctx, actor.User(at.UserID), *at.ContainerID)
 }
 
 // legacySandbox finds the running sandbox the practical questions of an
@@ -438,9 +439,9 @@ func (s *Service) gradingSandbox(ctx context.Context, a sandbox.Actor, e *Exam, 
 // named, or their last active running sandbox of the exam's template.
 // Without one the submit is refused (409) and the attempt stays open, so the
 // learner can start a sandbox and submit again.
-func (s *Service) legacySandbox(ctx context.Context, a sandbox.Actor, e *Exam, id *int64) (*sandbox.Container, error) {
+func (s *Service) legacySandbox(ctx context.Context, a actor.Actor, e *Exam, id *int64) (*sandbox.Container, error) {
 	if id != nil {
-		c, err := s.sandboxes.Get(ctx, sandbox.Actor{UserID: a.UserID}, *id)
+		c, err := s.sandboxes.Get(ctx, actor.User(a.UserID), *id)
 		if errors.Is(err, sandbox.ErrContainerNotFound) {
 			return nil, errs.Field([]any{"container_id"}, "No sandbox of yours has this id", "value_error")
 		}
@@ -452,7 +453,7 @@ func (s *Service) legacySandbox(ctx context.Context, a sandbox.Actor, e *Exam, i
 		}
 		return c, nil
 	}
-	cs, err := s.sandboxes.List(ctx, sandbox.Actor{UserID: a.UserID})
+	cs, err := s.sandboxes.List(ctx, actor.User(a.UserID))
 	if err != nil {
 		return nil, err
 	}
@@ -474,8 +475,8 @@ func (s *Service) legacySandbox(ctx context.Context, a sandbox.Actor, e *Exam, i
 // Attempt returns one attempt, in any state, for its owner (or an admin)
 // with its exam; another user's is ErrAttemptNotFound. An attempt past its
 // deadline is ended as expired on the way.
-func (s *Service) Attempt(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.Admin)
+func (s *Service) Attempt(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Exam, error) {
+	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -485,7 +486,7 @@ func (s *Service) Attempt(ctx context.Context, a sandbox.Actor, id int64) (*Atte
 
 // Results returns a finished attempt as Attempt does; one still in progress
 // is ErrNotFinished.
-func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Exam, error) {
+func (s *Service) Results(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Exam, error) {
 	at, e, err := s.Attempt(ctx, a, id)
 	if err != nil {
 		return nil, nil, err

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
+
+	"tuxlab/internal/actor"
 )
 
 // contentAdmin is the admin CRUD shape that exams and laboratories share:
@@ -12,9 +14,9 @@ import (
 type contentAdmin[T, In, R any] struct {
 	all     func(context.Context) ([]T, error)
 	one     func(context.Context, int64) (T, error)
-	create  func(context.Context, In) (T, error)
-	update  func(context.Context, int64, In) (T, error)
-	remove  func(ctx context.Context, id int64, cascade bool) error
+	create  func(context.Context, actor.Actor, In) (T, error)
+	update  func(context.Context, actor.Actor, int64, In) (T, error)
+	remove  func(ctx context.Context, a actor.Actor, id int64, cascade bool) error
 	input   func(*http.Request) (In, error)
 	respond func(T) R
 	query   []string // the input fields that come as query parameters
@@ -34,7 +36,7 @@ func (c contentAdmin[T, In, R]) post(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	it, err := c.create(r.Context(), in)
+	it, err := c.create(r.Context(), callerOf(r), in)
 	if err != nil {
 		return locate(err, c.query...)
 	}
@@ -51,7 +53,7 @@ func (c contentAdmin[T, In, R]) put(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	it, err := c.update(r.Context(), id, in)
+	it, err := c.update(r.Context(), callerOf(r), id, in)
 	if err != nil {
 		return locate(err, c.query...)
 	}
@@ -69,7 +71,7 @@ func (c contentAdmin[T, In, R]) delete(w http.ResponseWriter, r *http.Request) e
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := c.remove(r.Context(), id, cascade != nil && *cascade); err != nil {
+	if err := c.remove(r.Context(), callerOf(r), id, cascade != nil && *cascade); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": c.deleted, "id": id})

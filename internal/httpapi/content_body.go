@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -52,39 +51,19 @@ func decodeContentBody(r *http.Request, dst any) (given bool, err error) {
 // locate places a domain's validation problems in the request: fields named
 // in query came as query parameters, the others in the body.
 func locate(err error, query ...string) error {
-	return relocate(err, func(loc []any) []any {
+	return errs.Relocate(err, func(loc []any) []any {
 		part := "body"
-		if name, ok := loc[0].(string); ok && slices.Contains(query, name) {
+		if name, ok := first(loc).(string); ok && slices.Contains(query, name) {
 			part = "query"
 		}
 		return append([]any{part}, loc...)
 	})
 }
 
-// inBody moves validation problems that rules written for the query string
-// place there to the body, for routes that take the same input either way.
-func inBody(err error) error {
-	return relocate(err, func(loc []any) []any {
-		if loc[0] == "query" {
-			return append([]any{"body"}, loc[1:]...)
-		}
-		return loc
-	})
-}
-
-// relocate rewrites the location of every validation problem in err.
-func relocate(err error, move func(loc []any) []any) error {
-	var e *errs.Error
-	if !errors.As(err, &e) || len(e.Fields) == 0 {
-		return err
+// first is loc's first element, or nil for an empty location.
+func first(loc []any) any {
+	if len(loc) == 0 {
+		return nil
 	}
-	out := *e
-	out.Fields = make([]errs.FieldError, len(e.Fields))
-	for i, f := range e.Fields {
-		if len(f.Loc) > 0 {
-			f.Loc = move(f.Loc)
-		}
-		out.Fields[i] = f
-	}
-	return &out
+	return loc[0]
 }

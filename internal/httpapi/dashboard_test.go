@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
-	"tuxlab/internal/sandbox"
 	"tuxlab/internal/store/storetest"
 )
 
@@ -109,7 +109,7 @@ func TestDashboardFollowsAScriptedLearner(t *testing.T) {
 			var lab labAttemptBody
 			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &lab)
 			labSandbox := *lab.ContainerID
-			t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, labSandbox) })
+			t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), labSandbox) })
 			clock.Set("2026-03-03T09:20:00Z")
 			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/submit", labID), Token: alice.Token}).Expect(t, 200).JSON(t, &lab)
 			if !lab.Passed {

@@ -203,7 +203,7 @@ func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Start(r.Context(), actor(r), id)
+	a, e, err := s.exams.Start(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (s *Server) handleExamAttempt(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Attempt(r.Context(), actor(r), id)
+	a, e, err := s.exams.Attempt(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (s *Server) handleExamSubmit(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	a, e, err := s.exams.Submit(r.Context(), actor(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
+	a, e, err := s.exams.Submit(r.Context(), callerOf(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
 	if err != nil {
 		return locate(err)
 	}
@@ -252,7 +252,7 @@ func (s *Server) handleExamResults(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, e, err := s.exams.Results(r.Context(), actor(r), id)
+	a, e, err := s.exams.Results(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/sandbox"
@@ -540,7 +541,7 @@ func examPracticalFixture(t *testing.T, e *apitest.Env, admin *apitest.User, que
 // solveIn runs the fixture's practical solution in sandbox id as its owner.
 func solveIn(t *testing.T, e *apitest.Env, owner *apitest.User, id int64) {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: owner.ID}, id, sandbox.Script{Text: examSolSecret})
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(owner.ID), id, sandbox.Script{Text: examSolSecret})
 	if err != nil || !res.OK() {
 		t.Fatalf("solution in sandbox %d: %v %v", id, err, res)
 	}

@@ -172,15 +172,15 @@ func (s *Server) labAction(status int, act func(*http.Request, int64) (*lab.Atte
 }
 
 func (s *Server) handleLabStart(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Start(r.Context(), actor(r), id)
+	return s.labs.Start(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabCheck(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Check(r.Context(), actor(r), id)
+	return s.labs.Check(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabSubmit(r *http.Request, id int64) (*lab.Attempt, error) {
-	return s.labs.Submit(r.Context(), actor(r), id)
+	return s.labs.Submit(r.Context(), callerOf(r), id)
 }
 
 func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error {
@@ -188,7 +188,7 @@ func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	a, _, err := s.labs.Results(r.Context(), actor(r), id)
+	a, _, err := s.labs.Results(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -50,7 +51,7 @@ func startBundled(t *testing.T, e *apitest.Env, slug string) *bundledLab {
 // run runs script in the lab's sandbox, as root or as the learner.
 func (b *bundledLab) run(script string, root bool) string {
 	b.t.Helper()
-	res, err := b.e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: b.learner.ID}, *b.attempt.ContainerID,
+	res, err := b.e.App.Sandboxes.Exec(context.Background(), actor.User(b.learner.ID), *b.attempt.ContainerID,
 		sandbox.Script{Text: script, AsRoot: root, Timeout: time.Minute})
 	if err != nil || !res.OK() {
 		b.t.Fatalf("%q: %v %s", script, err, res.Transcript())

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -32,7 +33,7 @@ func startLab(t *testing.T, e *apitest.Env, token string, id int64) labAttemptBo
 	t.Helper()
 	var at labAttemptBody
 	e.Do(apitest.Request{Method: "POST", Path: labPath(id, "start"), Token: token}).Expect(t, 201).JSON(t, &at)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, *at.ContainerID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
 	return at
 }
 
@@ -72,7 +73,7 @@ func TestLabsInARowWithinDefaultQuotas(t *testing.T) {
 				abandoned = at
 				continue
 			}
-			if res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, *at.ContainerID,
+			if res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), *at.ContainerID,
 				sandbox.Script{Text: "touch ~/done"}); err != nil || !res.OK() {
 				t.Fatalf("solving lab %d: %v %+v", i, err, res)
 			}
@@ -150,7 +151,7 @@ func TestLabChecksNeverOverlap(t *testing.T) {
 		at := startLab(t, e, alice.Token, id)
 		root := func(script string) string {
 			t.Helper()
-			res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, *at.ContainerID, sandbox.Script{Text: script, AsRoot: true})
+			res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), *at.ContainerID, sandbox.Script{Text: script, AsRoot: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -109,7 +110,7 @@ func TestLabEndToEnd(t *testing.T) {
 		if at.Status != "in_progress" || at.ContainerID == nil || at.TerminalURL == nil || at.MaxPoints != 4 {
 			t.Fatalf("attempt %+v", at)
 		}
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, *at.ContainerID) })
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
 		var clash struct {
 			AttemptID int64 `json:"attempt_id"`
 		}
@@ -193,7 +194,7 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 
 	var at labAttemptBody
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, *at.ContainerID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
 
 	var checked labAttemptBody
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: alice.Token}).Expect(t, 200).JSON(t, &checked)
@@ -208,7 +209,7 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 		t.Fatalf("flooding check %+v", tasks[4])
 	}
 	// Nothing of the hanging check lives on in the sandbox.
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, *at.ContainerID,
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), *at.ContainerID,
 		sandbox.Script{Text: "ps -o args | grep -c '[s]leep 600'", AsRoot: true})
 	if err != nil || strings.TrimSpace(res.Stdout) != "0" {
 		t.Fatalf("the hanging check survives its timeout: %q %v", res.Stdout, err)
@@ -316,10 +317,10 @@ func TestSandboxExecSeam(t *testing.T) {
 	bob := e.CreateUser("bob", auth.RoleStudent)
 	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
 	ctx := context.Background()
-	run := func(a sandbox.Actor, sc sandbox.Script) (*sandbox.Result, error) {
+	run := func(a actor.Actor, sc sandbox.Script) (*sandbox.Result, error) {
 		return e.App.Sandboxes.Exec(ctx, a, c.ID, sc)
 	}
-	owner := sandbox.Actor{UserID: alice.ID}
+	owner := actor.User(alice.ID)
 	cases := []struct {
 		name           string
 		script         sandbox.Script
@@ -340,7 +341,7 @@ func TestSandboxExecSeam(t *testing.T) {
 			t.Fatalf("%s: %+v", tc.name, res)
 		}
 	}
-	if _, err := run(sandbox.Actor{UserID: bob.ID}, sandbox.Script{Text: "true"}); !errors.Is(err, sandbox.ErrContainerNotFound) {
+	if _, err := run(actor.User(bob.ID), sandbox.Script{Text: "true"}); !errors.Is(err, sandbox.ErrContainerNotFound) {
 		t.Fatalf("another user's sandbox: %v", err)
 	}
 	if _, err := run(owner, sandbox.Script{Text: strings.Repeat("#", sandbox.MaxScriptBytes+1)}); err == nil {
@@ -362,7 +363,7 @@ func TestSandboxKeepAliveIsOutOfReach(t *testing.T) {
 	alice := e.CreateUser("alice", auth.RoleStudent)
 	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
 	ctx := context.Background()
-	owner := sandbox.Actor{UserID: alice.ID}
+	owner := actor.User(alice.ID)
 	run := func(sc sandbox.Script) *sandbox.Result {
 		t.Helper()
 		res, err := e.App.Sandboxes.Exec(ctx, owner, c.ID, sc)

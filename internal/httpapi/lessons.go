@@ -230,9 +230,9 @@ func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	m, err := s.lessons.CreateModule(r.Context(), n)
+	m, err := s.lessons.CreateModule(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusCreated, newModuleResponse(m, nil))
 	return nil
@@ -252,9 +252,9 @@ func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	m, err := s.lessons.UpdateModule(r.Context(), id, u)
+	m, err := s.lessons.UpdateModule(r.Context(), callerOf(r), id, u)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
 	return nil
@@ -273,7 +273,7 @@ func (s *Server) handleAdminDeleteModule(w http.ResponseWriter, r *http.Request)
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.DeleteModule(r.Context(), id, cascade); err != nil {
+	if err := s.lessons.DeleteModule(r.Context(), callerOf(r), id, cascade); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Module deleted", "id": id})
@@ -286,8 +286,8 @@ func (s *Server) handleAdminReorderModules(w http.ResponseWriter, r *http.Reques
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.ReorderModules(r.Context(), ids); err != nil {
-		return err
+	if err := s.lessons.ReorderModules(r.Context(), callerOf(r), ids); err != nil {
+		return errs.In("query", err)
 	}
 	return s.handleModules(w, r)
 }
@@ -302,8 +302,8 @@ func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request
 	if err := q.err(); err != nil {
 		return err
 	}
-	if err := s.lessons.ReorderThemes(r.Context(), id, ids); err != nil {
-		return err
+	if err := s.lessons.ReorderThemes(r.Context(), callerOf(r), id, ids); err != nil {
+		return errs.In("query", err)
 	}
 	m, err := s.lessons.Module(r.Context(), id)
 	if err != nil {
@@ -330,9 +330,9 @@ func (s *Server) handleAdminCreateTheme(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	n.Markdown = md
-	t, err := s.lessons.CreateTheme(r.Context(), n)
+	t, err := s.lessons.CreateTheme(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.Relocate(err, themeLoc)
 	}
 	writeJSON(w, http.StatusCreated, newThemeResponse(&lesson.ThemeView{Theme: t}))
 	return nil
@@ -356,8 +356,8 @@ func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) 
 	if err := q.err(); err != nil {
 		return err
 	}
-	if _, err := s.lessons.UpdateTheme(r.Context(), id, u); err != nil {
-		return err
+	if _, err := s.lessons.UpdateTheme(r.Context(), callerOf(r), id, u); err != nil {
+		return errs.In("query", err)
 	}
 	return s.writeTheme(w, r, id)
 }
@@ -371,9 +371,9 @@ func (s *Server) handleAdminSetThemeContent(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	c, err := s.lessons.SetContent(r.Context(), id, md)
+	c, err := s.lessons.SetContent(r.Context(), callerOf(r), id, md)
 	if err != nil {
-		return err
+		return errs.Relocate(err, themeLoc)
 	}
 	writeJSON(w, http.StatusOK, newContentResponse(c))
 	return nil
@@ -384,7 +384,7 @@ func (s *Server) handleAdminDeleteTheme(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	if err := s.lessons.DeleteTheme(r.Context(), id); err != nil {
+	if err := s.lessons.DeleteTheme(r.Context(), callerOf(r), id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Theme deleted", "id": id})
@@ -421,4 +421,13 @@ func readMarkdown(r *http.Request, required bool) (string, error) {
 		return "", errs.Field([]any{"body"}, "Field required: send the lesson as Markdown", "missing")
 	}
 	return string(b), nil
+}
+
+// themeLoc places a field error of the lesson domain: the lesson text
+// ("markdown") is the request body, every other field a query parameter.
+func themeLoc(loc []any) []any {
+	if len(loc) > 0 && loc[0] == "markdown" {
+		return []any{"body"}
+	}
+	return append([]any{"query"}, loc...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -85,7 +86,7 @@ func TestWarmPool(t *testing.T) {
 		if got := engineID(t, e, c.ID); got != warm {
 			t.Fatalf("create made %s instead of handing out the warm %s", got, warm)
 		}
-		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, c.ID, sandbox.Script{Text: "id -un; hostname"})
+		res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), c.ID, sandbox.Script{Text: "id -un; hostname"})
 		if err != nil || !res.OK() || res.Stdout != "learner\ntuxlab\n" {
 			t.Fatalf("shell in a handed-out sandbox: %+v %v", res, err)
 		}

@@ -71,7 +71,7 @@ func (s *Server) handleUpdateProfile(w http.ResponseWriter, r *http.Request) err
 	}
 	p, err := s.profiles.Update(r.Context(), currentUser(r).ID, profile.Update{FullName: req.FullName, Bio: req.Bio, Email: req.Email})
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusOK, newProfileResponse(p))
 	return nil
@@ -101,7 +101,7 @@ func (s *Server) handleChangePassword(w http.ResponseWriter, r *http.Request) er
 	}
 	token, err := s.profiles.ChangePassword(r.Context(), currentUser(r).ID, *req.CurrentPassword, *req.NewPassword)
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusOK, passwordChangedResponse{Detail: "Password changed", AccessToken: token, TokenType: "bearer"})
 	return nil
@@ -124,7 +124,7 @@ func (s *Server) handleUploadAvatar(w http.ResponseWriter, r *http.Request) erro
 	}
 	p, err := s.profiles.SetAvatar(r.Context(), currentUser(r).ID, data)
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusOK, newProfileResponse(p))
 	return nil

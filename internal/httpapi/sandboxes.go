@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
@@ -80,9 +81,10 @@ func optTime(t *time.Time) *timestamp {
 	return &ts
 }
 
-func actor(r *http.Request) sandbox.Actor {
+// callerOf is the authenticated user of r as a domain actor.
+func callerOf(r *http.Request) actor.Actor {
 	u := currentUser(r)
-	return sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}
+	return actor.Actor{UserID: u.ID, Role: u.Role}
 }
 
 func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) error {
@@ -131,7 +133,7 @@ func (s *Server) handleAdminCreateTemplate(w http.ResponseWriter, r *http.Reques
 	}
 	t, err := s.sandboxes.CreateTemplate(r.Context(), in)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusCreated, newTemplateResponse(t))
 	return nil
@@ -149,7 +151,7 @@ func (s *Server) handleAdminUpdateTemplate(w http.ResponseWriter, r *http.Reques
 	}
 	t, err := s.sandboxes.UpdateTemplate(r.Context(), id, in)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusOK, newTemplateResponse(t))
 	return nil
@@ -186,9 +188,9 @@ func (s *Server) handleCreateContainer(w http.ResponseWriter, r *http.Request) e
 	if req.Name != nil {
 		n.Name = *req.Name
 	}
-	c, err := s.sandboxes.Create(r.Context(), actor(r), n)
+	c, err := s.sandboxes.Create(r.Context(), callerOf(r), n)
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusCreated, s.newContainerResponse(c))
 	return nil
@@ -203,7 +205,7 @@ func (s *Server) writeContainers(w http.ResponseWriter, cs []*sandbox.Container)
 }
 
 func (s *Server) handleListContainers(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.sandboxes.List(r.Context(), actor(r))
+	cs, err := s.sandboxes.List(r.Context(), callerOf(r))
 	if err != nil {
 		return err
 	}
@@ -227,13 +229,13 @@ func (s *Server) handleAdminListContainers(w http.ResponseWriter, r *http.Reques
 }
 
 // containerAction serves the routes that act on one container by id.
-func (s *Server) containerAction(act func(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error)) handler {
+func (s *Server) containerAction(act func(r *http.Request, a actor.Actor, id int64) (*sandbox.Container, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return err
 		}
-		c, err := act(r, actor(r), id)
+		c, err := act(r, callerOf(r), id)
 		if err != nil {
 			return err
 		}
@@ -242,15 +244,15 @@ func (s *Server) containerAction(act func(r *http.Request, a sandbox.Actor, id i
 	}
 }
 
-func (s *Server) handleGetContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+func (s *Server) handleGetContainer(r *http.Request, a actor.Actor, id int64) (*sandbox.Container, error) {
 	return s.sandboxes.Visit(r.Context(), a, id)
 }
 
-func (s *Server) handleStartContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+func (s *Server) handleStartContainer(r *http.Request, a actor.Actor, id int64) (*sandbox.Container, error) {
 	return s.sandboxes.Start(r.Context(), a, id)
 }
 
-func (s *Server) handleStopContainer(r *http.Request, a sandbox.Actor, id int64) (*sandbox.Container, error) {
+func (s *Server) handleStopContainer(r *http.Request, a actor.Actor, id int64) (*sandbox.Container, error) {
 	return s.sandboxes.Stop(r.Context(), a, id)
 }
 
@@ -259,7 +261,7 @@ func (s *Server) handleDeleteContainer(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	if err := s.sandboxes.Delete(r.Context(), actor(r), id); err != nil {
+	if err := s.sandboxes.Delete(r.Context(), callerOf(r), id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Container deleted", "id": id})
@@ -351,7 +353,7 @@ func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.sandboxes.Get(r.Context(), sandbox.Actor{UserID: u.ID, Admin: u.Role == auth.RoleAdmin}, id)
+	c, err := s.sandboxes.Get(r.Context(), actor.Actor{UserID: u.ID, Role: u.Role}, id)
 	if err != nil {
 		return nil, err // 404 before saying anything about terminals
 	}

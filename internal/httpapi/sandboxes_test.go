@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/moby/moby/client"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/app"
 	"tuxlab/internal/auth"
@@ -70,7 +71,7 @@ func createSandbox(t *testing.T, e *apitest.Env, token string, templateID int64)
 	var c containerBody
 	e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: token,
 		Body: map[string]any{"template_id": templateID}}).Expect(t, http.StatusCreated).JSON(t, &c)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID) })
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID) })
 	return c
 }
 
@@ -273,7 +274,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 		eid := engineID(t, e, c.ID)
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
 		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 404)
-		if _, err := e.App.Sandboxes.Get(context.Background(), sandbox.Actor{Admin: true}, c.ID); err == nil {
+		if _, err := e.App.Sandboxes.Get(context.Background(), actor.AsAdmin(), c.ID); err == nil {
 			t.Fatal("row survived delete")
 		}
 		rt := apitest.RequireEngine(t)
@@ -357,7 +358,7 @@ func TestSandboxQuotas(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", first.ID), Token: u.Token}).Expect(t, 200)
 		var second containerBody
 		create(u.Token).Expect(t, http.StatusCreated).JSON(t, &second)
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, second.ID) })
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), second.ID) })
 		if second.Name != "extra" {
 			t.Fatalf("name %q", second.Name)
 		}
@@ -513,7 +514,7 @@ func TestSandboxesSurviveRestart(t *testing.T) {
 		if restarted.Sandboxes.Instance() != e.App.Sandboxes.Instance() {
 			t.Fatal("the instance id changed across a restart")
 		}
-		cs, err := restarted.Sandboxes.List(ctx, sandbox.Actor{UserID: u.ID})
+		cs, err := restarted.Sandboxes.List(ctx, actor.User(u.ID))
 		if err != nil || len(cs) != 1 || cs[0].ID != c.ID || cs[0].Status != sandbox.StatusRunning {
 			t.Fatalf("after restart: %+v %v", cs, err)
 		}
@@ -707,7 +708,7 @@ func TestConcurrentCreatesRespectTheHostCap(t *testing.T) {
 		t.Cleanup(func() {
 			cs, _, _ := e.App.Sandboxes.ListAll(context.Background(), 0, 0)
 			for _, c := range cs {
-				e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, c.ID)
+				e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID)
 			}
 		})
 		created := 0
@@ -747,7 +748,7 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	b1 := createSandbox(t, e, bob.Token, tpl.ID)
 	ctx := context.Background()
 	ip := func(u *apitest.User, id int64) string {
-		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id, sandbox.Script{Text: "hostname -i"})
+		res, err := e.App.Sandboxes.Exec(ctx, actor.User(u.ID), id, sandbox.Script{Text: "hostname -i"})
 		if err != nil || !res.OK() {
 			t.Fatalf("hostname -i: %v %+v", err, res)
 		}
@@ -755,14 +756,14 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	}
 	// BusyBox's ping needs a raw socket; a TCP connection to a listener shows reach.
 	listen := func(u *apitest.User, id int64) string {
-		if _, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id,
+		if _, err := e.App.Sandboxes.Exec(ctx, actor.User(u.ID), id,
 			sandbox.Script{Text: "nc -l -p 7000 </dev/null >/dev/null 2>&1 &"}); err != nil {
 			t.Fatal(err)
 		}
 		return ip(u, id)
 	}
 	reaches := func(from int64, addr string) bool {
-		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: alice.ID}, from,
+		res, err := e.App.Sandboxes.Exec(ctx, actor.User(alice.ID), from,
 			sandbox.Script{Text: "echo hello | nc -w 2 " + addr + " 7000"})
 		if err != nil {
 			t.Fatal(err)
@@ -827,7 +828,7 @@ func hostAnswers(t *testing.T, e *apitest.Env, u *apitest.User, id int64) []stri
 	(nc -w 2 "$a" %d </dev/null 2>/dev/null | grep -q host-answers && echo "$a") &
 done
 wait`, strings.Join(targets, " "), port)
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, id, sandbox.Script{Text: script})
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), id, sandbox.Script{Text: script})
 	if err != nil || res.TimedOut {
 		t.Fatalf("reaching the host: %v %+v", err, res)
 	}
@@ -856,7 +857,7 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	small, filler := createSandbox(t, e, u.Token, tpl.ID), createSandbox(t, e, u.Token, tpl.ID)
 	ctx := context.Background()
 	write := func(id int64, mb int) *sandbox.Result {
-		res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, id,
+		res, err := e.App.Sandboxes.Exec(ctx, actor.User(u.ID), id,
 			sandbox.Script{Text: fmt.Sprintf("dd if=/dev/zero of=/tmp/fill bs=1M count=%d 2>&1 && sync", mb)})
 		if err != nil {
 			t.Fatal(err)
@@ -868,7 +869,7 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	}
 	// A sparse file costs the blocks it holds, not its length, to the
 	// engine's quota and to the watch alike.
-	if res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, small.ID, sandbox.Script{Text: "truncate -s 8G /tmp/sparse 2>&1"}); err != nil || !res.OK() {
+	if res, err := e.App.Sandboxes.Exec(ctx, actor.User(u.ID), small.ID, sandbox.Script{Text: "truncate -s 8G /tmp/sparse 2>&1"}); err != nil || !res.OK() {
 		t.Fatalf("an 8 GiB sparse file under a 32 MiB limit: %v %+v", err, res)
 	}
 	res := write(filler.ID, 96)
@@ -940,7 +941,7 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); e.App.Background(ctx) }()
 	defer func() { cancel(); <-done }()
-	res, err := e.App.Sandboxes.Exec(ctx, sandbox.Actor{UserID: u.ID}, c.ID,
+	res, err := e.App.Sandboxes.Exec(ctx, actor.User(u.ID), c.ID,
 		sandbox.Script{Text: "dd if=/dev/zero of=/tmp/fill bs=1M count=40 2>&1 && sync"})
 	if err != nil {
 		t.Fatal(err)
@@ -957,4 +958,30 @@ func TestDiskWatchRunsInTheBackground(t *testing.T) {
 	if !strings.Contains(got.StatusDetail, "disk limit of 16 MiB") {
 		t.Fatalf("the background watch did not act: %+v", got)
 	}
+}
+
+// TestCreateSandboxValidationLocations checks where the sandbox domain's own
+// validation problems land: it names the field, the handler places it in the body.
+func TestCreateSandboxValidationLocations(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("learner", auth.RoleStudent)
+		tpl := busyboxTemplate(t, e)
+		tests := []struct {
+			name string
+			body map[string]any
+			want string
+		}{
+			{"unknown template", map[string]any{"template_id": 1 << 40}, "body.template_id"},
+			{"name over two lines", map[string]any{"template_id": tpl, "name": "one\ntwo"}, "body.name"},
+			{"name too long", map[string]any{"template_id": tpl, "name": strings.Repeat("n", 65)}, "body.name"},
+		}
+		for _, tt := range tests {
+			r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token, Body: tt.body}).Expect(t, http.StatusUnprocessableEntity)
+			if got := strings.Join(locs(t, r), ","); got != tt.want {
+				t.Errorf("%s: locs %s, want %s", tt.name, got, tt.want)
+			}
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -129,7 +130,7 @@ func waitTerminalsClosed(t *testing.T, e *apitest.Env) {
 // execOut runs a script as the sandbox's owner and returns its stdout.
 func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: userID}, id, sandbox.Script{Text: script})
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(userID), id, sandbox.Script{Text: script})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
 	eventually(t, 60*time.Second, "the bomb to fill the pid limit", func() bool {
 		// Between the bomb's births and deaths a slot is free now and then;
 		// a check that finds none is as good a sign.
-		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID, sandbox.Script{Text: "ps -e --no-headers | wc -l"})
+		res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), c.ID, sandbox.Script{Text: "ps -e --no-headers | wc -l"})
 		if err != nil || !res.OK() {
 			return true
 		}
@@ -263,7 +264,7 @@ func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
 	waitTerminalsClosed(t, e)
 	var out string
 	eventually(t, 30*time.Second, "the sandbox to answer again", func() bool {
-		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID, sandbox.Script{Text: "ps -e -o pid,sid,args --no-headers"})
+		res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), c.ID, sandbox.Script{Text: "ps -e -o pid,sid,args --no-headers"})
 		if err == nil && res.OK() {
 			out = res.Stdout
 		}
@@ -386,7 +387,7 @@ func TestTimedOutScriptLeavesNothing(t *testing.T) {
 	e := apitest.New(t, "sqlite")
 	u := e.CreateUser("learner", auth.RoleStudent)
 	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: u.ID}, c.ID,
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), c.ID,
 		sandbox.Script{Text: "sleep 601 & sleep 600", Timeout: time.Second})
 	if err != nil || !res.TimedOut {
 		t.Fatalf("%+v %v", res, err)

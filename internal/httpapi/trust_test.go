@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -40,7 +41,7 @@ func labCheck(t *testing.T, e *apitest.Env, labID int64, token string) labAttemp
 // fails the test unless it ends with exit 0.
 func asRoot(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: userID}, id, sandbox.Script{Text: script, AsRoot: true, Timeout: time.Minute})
+	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(userID), id, sandbox.Script{Text: script, AsRoot: true, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestChecksCannotBeFooledByTheLearnersPrograms(t *testing.T) {
 		var at labAttemptBody
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
 		box := *at.ContainerID
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, box) })
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), box) })
 		verdicts := func(when string, want ...string) {
 			t.Helper()
 			got := labCheck(t, e, labID, alice.Token)
@@ -127,7 +128,7 @@ func TestChecksCannotBeFooledByTheLearnersPrograms(t *testing.T) {
 		// As the learner types it, with sudo.
 		learner := func(script string) {
 			t.Helper()
-			res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, box, sandbox.Script{Text: script})
+			res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), box, sandbox.Script{Text: script})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +180,7 @@ func TestTamperedSystemFilesStopChecks(t *testing.T) {
 		var at labAttemptBody
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
 		box := *at.ContainerID
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), sandbox.Actor{Admin: true}, box) })
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), box) })
 		root := func(script string) { t.Helper(); asRoot(t, e, alice.ID, box, script) }
 		passes := func(when string) {
 			t.Helper()
@@ -252,7 +253,7 @@ func TestTamperedSystemFilesStopChecks(t *testing.T) {
 
 		// A system file changed while checks run (as a program of the
 		// learner's could, swapping it in and back): their results do not count.
-		c, err := e.App.Sandboxes.Get(context.Background(), sandbox.Actor{UserID: alice.ID}, box)
+		c, err := e.App.Sandboxes.Get(context.Background(), actor.User(alice.ID), box)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +310,7 @@ func TestToolsAreOutOfReach(t *testing.T) {
 		"mount -t tmpfs none /.tuxlab", "mount --bind /tmp /.tuxlab/bin",
 	}
 	for _, a := range attempts {
-		res, err := e.App.Sandboxes.Exec(context.Background(), sandbox.Actor{UserID: alice.ID}, c.ID, sandbox.Script{Text: a, AsRoot: true})
+		res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), c.ID, sandbox.Script{Text: a, AsRoot: true})
 		if err != nil {
 			t.Fatal(err)
 		}

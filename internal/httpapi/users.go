@@ -51,7 +51,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	u, err := s.auth.Register(r.Context(), auth.NewUser{Username: *req.Username, Email: *req.Email, Password: *req.Password})
 	if err != nil {
-		return err
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusCreated, newUserResponse(u))
 	return nil
@@ -185,7 +185,7 @@ func (s *Server) handleAdminCreateUser(w http.ResponseWriter, r *http.Request) e
 	}
 	u, err := s.auth.CreateUser(r.Context(), n)
 	if err != nil {
-		return err
+		return errs.In("query", err)
 	}
 	writeJSON(w, http.StatusCreated, newUserResponse(u))
 	return nil
@@ -216,7 +216,7 @@ func (s *Server) adminCreateUserFromBody(w http.ResponseWriter, r *http.Request)
 	}
 	u, err := s.auth.CreateUser(r.Context(), n)
 	if err != nil {
-		return inBody(err)
+		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusCreated, newUserResponse(u))
 	return nil

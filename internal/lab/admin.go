@@ -4,6 +4,7 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
@@ -144,7 +145,10 @@ func checkScript(f *errs.Fields, loc []any, s string, required bool) {
 }
 
 // Create adds a lab from an admin's input.
-func (s *Service) Create(ctx context.Context, in Input) (*Lab, error) {
+func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Lab, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	l := &Lab{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing, CreatedAt: now, UpdatedAt: now}
 	if err := in.apply(l); err != nil {
@@ -160,7 +164,10 @@ func (s *Service) Create(ctx context.Context, in Input) (*Lab, error) {
 }
 
 // Update changes the fields given of lab id.
-func (s *Service) Update(ctx context.Context, id int64, in Input) (*Lab, error) {
+func (s *Service) Update(ctx context.Context, a actor.Actor, id int64, in Input) (*Lab, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	l, err := s.store.FindLabByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -180,7 +187,10 @@ func (s *Service) Update(ctx context.Context, id int64, in Input) (*Lab, error) 
 
 // Delete removes a lab. With learners' attempts it needs cascade, which
 // removes them too.
-func (s *Service) Delete(ctx context.Context, id int64, cascade bool) error {
+func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	return s.store.DeleteLab(ctx, id, cascade)
 }
 

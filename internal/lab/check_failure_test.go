@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
@@ -47,12 +48,12 @@ func TestCheckWhenTheEngineFails(t *testing.T) {
 		}
 		labs := lab.NewService(db.Labs(), sandboxes, lab.Options{Log: discard})
 		slug, title := "engine-fails", "Engine fails"
-		l, err := labs.Create(ctx, lab.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
+		l, err := labs.Create(ctx, actor.AsAdmin(), lab.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
 			Tasks: []lab.TaskInput{{Title: "A file", Check: "test -f /tmp/x"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := sandbox.Actor{UserID: u.ID}
+		a := actor.User(u.ID)
 		started, err := labs.Start(ctx, a, l.ID)
 		if err != nil {
 			t.Fatal(err)

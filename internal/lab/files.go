@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -132,8 +133,11 @@ func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, erro
 	var r ImportReport
 	u := yamlfile.Upserter[*Lab, Input]{
 		Find: s.store.FindLabBySlug, NotFound: ErrLabNotFound, Same: sameLab,
-		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, in); return err },
-		Update: func(ctx context.Context, old *Lab, in Input) error { _, err := s.Update(ctx, old.ID, in); return err },
+		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, actor.AsAdmin(), in); return err },
+		Update: func(ctx context.Context, old *Lab, in Input) error {
+			_, err := s.Update(ctx, actor.AsAdmin(), old.ID, in)
+			return err
+		},
 	}
 	for _, f := range files {
 		moduleID, err := yamlfile.Ref(ctx, f.Path, "module", f.Module, s.store.ModuleIDBySlug)

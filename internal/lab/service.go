@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 	"tuxlab/internal/activity"
+	"tuxlab/internal/actor"
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
@@ -15,13 +16,13 @@ import (
 
 // Sandboxes is what labs need of the sandbox service.
 type Sandboxes interface {
-	Create(ctx context.Context, a sandbox.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
-	Get(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
+	Create(ctx context.Context, a actor.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
+	Get(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
 	// Resume returns the sandbox running, started again if it was stopped;
 	// nil when it is gone.
-	Resume(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
-	Start(ctx context.Context, a sandbox.Actor, id int64) (*sandbox.Container, error)
-	Delete(ctx context.Context, a sandbox.Actor, id int64) error
+	Resume(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
+	Start(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
+	Delete(ctx context.Context, a actor.Actor, id int64) error
 	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
 	// CheckInBudget runs checks, bounded as a whole by b, only in a sandbox
 	// whose system files were not tampered with; otherwise each result
@@ -119,7 +120,7 @@ func (s *Service) LabOfModule(ctx context.Context, moduleID int64) (*Lab, error)
 // ended lab attempts so that they no longer count against the sandbox quotas,
 // provisions a sandbox from the lab's template and runs the lab's setup in it
 // as root. If any step fails, nothing of the new attempt is left behind.
-func (s *Service) Start(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
+func (s *Service) Start(ctx context.Context, a actor.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
 		return nil, err
@@ -218,7 +219,7 @@ func (s *Service) removeSandbox(ctx context.Context, at *Attempt) *Attempt {
 		return at
 	}
 	ctx = context.WithoutCancel(ctx)
-	err := s.sandboxes.Delete(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
+	err := s.sandboxes.Delete(ctx, actor.User(at.UserID), *at.ContainerID)
 	if err != nil && !errors.Is(err, sandbox.ErrContainerNotFound) {
 		s.opt.Log.Warn("could not remove the sandbox of an ended lab attempt", "attempt_id", at.ID, "container_id", *at.ContainerID, "error", err.Error())
 		return at
@@ -255,7 +256,7 @@ func (s *Service) record(ctx context.Context, l *Lab, id int64, kind activity.Ki
 }
 
 // provision makes the attempt's sandbox and runs the setup script in it.
-func (s *Service) provision(ctx context.Context, a sandbox.Actor, l *Lab) (*sandbox.Container, error) {
+func (s *Service) provision(ctx context.Context, a actor.Actor, l *Lab) (*sandbox.Container, error) {
 	c, err := s.sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: l.TemplateID, Name: truncate("Lab: "+l.Title, sandbox.MaxNameLen)})
 	if errs.Is(err, errs.Invalid) {
 		// The lab names a template that is gone: the lab's fault, not the learner's.
@@ -287,7 +288,7 @@ func (s *Service) provision(ctx context.Context, a sandbox.Actor, l *Lab) (*sand
 // attempt never overlap: one that runs is row state, and a check asked for
 // while it runs, or sooner than CheckInterval after the last one ended, is
 // refused with 429 and Retry-After, on every replica alike.
-func (s *Service) Check(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
+func (s *Service) Check(ctx context.Context, a actor.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
 		return nil, err
@@ -354,7 +355,7 @@ func (s *Service) checkRunning(at *Attempt, now time.Time) error {
 }
 
 // checkAttempt runs the checks of an open attempt in its sandbox.
-func (s *Service) checkAttempt(ctx context.Context, a sandbox.Actor, l *Lab, at *Attempt) ([]TaskResult, error) {
+func (s *Service) checkAttempt(ctx context.Context, a actor.Actor, l *Lab, at *Attempt) ([]TaskResult, error) {
 	c, err := s.attemptSandbox(ctx, a, at)
 	if err != nil {
 		return nil, err
@@ -371,7 +372,7 @@ func (s *Service) checkAttempt(ctx context.Context, a sandbox.Actor, l *Lab, at 
 // deadline is 409 and ends the attempt as expired; one while a check runs is
 // 429. Once graded, the attempt's sandbox is removed (the answer says so in
 // sandbox_removed_at), so that it no longer counts against the quotas.
-func (s *Service) Submit(ctx context.Context, a sandbox.Actor, labID int64) (*Attempt, error) {
+func (s *Service) Submit(ctx context.Context, a actor.Actor, labID int64) (*Attempt, error) {
 	l, err := s.store.FindLabByID(ctx, labID)
 	if err != nil {
 		return nil, err
@@ -406,7 +407,7 @@ func (s *Service) claimGrading(at *Attempt, now time.Time) error {
 
 // grade runs the checks of a claimed attempt. A sandbox that no longer
 // exists fails every task rather than keeping the attempt open for good.
-func (s *Service) grade(ctx context.Context, a sandbox.Actor, l *Lab, at *Attempt) ([]TaskResult, int, error) {
+func (s *Service) grade(ctx context.Context, a actor.Actor, l *Lab, at *Attempt) ([]TaskResult, int, error) {
 	c, err := s.attemptSandbox(ctx, a, at)
 	if err != nil {
 		return nil, 0, err
@@ -424,11 +425,11 @@ func (s *Service) grade(ctx context.Context, a sandbox.Actor, l *Lab, at *Attemp
 
 // attemptSandbox returns the attempt's sandbox, started if it was stopped
 // (the idle stop may have stopped it), or nil when it no longer exists.
-func (s *Service) attemptSandbox(ctx context.Context, a sandbox.Actor, at *Attempt) (*sandbox.Container, error) {
+func (s *Service) attemptSandbox(ctx context.Context, a actor.Actor, at *Attempt) (*sandbox.Container, error) {
 	if at.ContainerID == nil {
 		return nil, nil
 	}
-	return s.sandboxes.Resume(ctx, sandbox.Actor{UserID: at.UserID}, *at.ContainerID)
+	return s.sandboxes.Resume(ctx, actor.User(at.UserID), *at.ContainerID)
 }
 
 // runChecks runs each task's check in c, in turn, and returns the results
@@ -473,8 +474,8 @@ const notChecked = "Not checked: the checks before it used up the time a check m
 // Results returns an attempt for its owner (or an admin); another user's is
 // ErrAttemptNotFound. An in-progress attempt past its deadline is ended as
 // expired on the way.
-func (s *Service) Results(ctx context.Context, a sandbox.Actor, id int64) (*Attempt, *Lab, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.Admin)
+func (s *Service) Results(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Lab, error) {
+	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
 	if err != nil {
 		return nil, nil, err
 	}

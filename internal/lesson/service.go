@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"tuxlab/internal/activity"
 
+	"tuxlab/internal/activity"
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
@@ -159,16 +160,19 @@ type NewModule struct {
 }
 
 // CreateModule validates and stores a new module.
-func (s *Service) CreateModule(ctx context.Context, n NewModule) (*Module, error) {
+func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) (*Module, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
 	}
 	var f errs.Fields
-	checkText(&f, []any{"query", "name"}, "Name", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"query", "slug"}, n.Slug)
+	checkText(&f, []any{"name"}, "Name", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"slug"}, n.Slug)
 	checkDescription(&f, n.Description)
-	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
@@ -180,27 +184,30 @@ func (s *Service) CreateModule(ctx context.Context, n NewModule) (*Module, error
 
 func checkDescription(f *errs.Fields, d string) {
 	if len([]rune(d)) > MaxDescriptionLen {
-		f.Add([]any{"query", "description"}, "Description must be at most 2000 characters", "string_too_long")
+		f.Add([]any{"description"}, "Description must be at most 2000 characters", "string_too_long")
 	}
 }
 
 // UpdateModule validates and applies the fields given.
-func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*Module, error) {
+func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u ModuleUpdate) (*Module, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
-		checkText(&f, []any{"query", "name"}, "Name", *u.Title, MaxTitleLen)
+		checkText(&f, []any{"name"}, "Name", *u.Title, MaxTitleLen)
 		t := strings.TrimSpace(*u.Title)
 		u.Title = &t
 	}
 	if u.Slug != nil {
-		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+		checkSlug(&f, []any{"slug"}, *u.Slug)
 	}
 	if u.Description != nil {
 		checkDescription(&f, *u.Description)
 	}
 	if u.OrderIndex != nil {
-		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -212,14 +219,20 @@ func (s *Service) UpdateModule(ctx context.Context, id int64, u ModuleUpdate) (*
 }
 
 // DeleteModule removes a module; one with themes needs cascade.
-func (s *Service) DeleteModule(ctx context.Context, id int64, cascade bool) error {
+func (s *Service) DeleteModule(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	return s.store.DeleteModule(ctx, id, cascade)
 }
 
 // ReorderModules puts every module in the order of ids, which must name each
 // module exactly once.
-func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
+func (s *Service) ReorderModules(ctx context.Context, a actor.Actor, ids []int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	modules, err := s.store.FindModules(ctx)
 	if err != nil {
@@ -237,7 +250,10 @@ func (s *Service) ReorderModules(ctx context.Context, ids []int64) error {
 
 // ReorderThemes puts every theme of a module in the order of ids, which must
 // name each of its themes exactly once.
-func (s *Service) ReorderThemes(ctx context.Context, moduleID int64, ids []int64) error {
+func (s *Service) ReorderThemes(ctx context.Context, a actor.Actor, moduleID int64, ids []int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	m, err := s.store.FindModuleByID(ctx, moduleID)
 	if err != nil {
@@ -267,7 +283,7 @@ func checkPermutation(param string, ids, current []int64) error {
 		seen[id] = true
 	}
 	if len(seen) != len(want) || len(ids) != len(current) {
-		return errs.Field([]any{"query", param}, fmt.Sprintf("%s must list each of the %d current ids exactly once, comma-separated", param, len(current)), "value_error")
+		return errs.Field([]any{param}, fmt.Sprintf("%s must list each of the %d current ids exactly once, comma-separated", param, len(current)), "value_error")
 	}
 	return nil
 }
@@ -288,16 +304,19 @@ type NewTheme struct {
 }
 
 // CreateTheme validates, renders and stores a new theme.
-func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
+func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*Theme, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	if n.Slug == "" {
 		n.Slug = Slugify(n.Title)
 	}
 	var f errs.Fields
-	checkText(&f, []any{"query", "title"}, "Title", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"query", "slug"}, n.Slug)
-	checkRange(&f, []any{"query", "order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
-	checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
+	checkText(&f, []any{"title"}, "Title", n.Title, MaxTitleLen)
+	checkSlug(&f, []any{"slug"}, n.Slug)
+	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
+	checkRange(&f, []any{"estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
 	checkMarkdown(&f, n.Markdown)
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -311,7 +330,7 @@ func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
 		EstimatedMinutes: n.EstimatedMinutes, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateTheme(ctx, t, &Content{Markdown: n.Markdown, HTML: html, UpdatedAt: now}); err != nil {
 		if errs.Is(err, errs.NotFound) {
-			return nil, errs.Field([]any{"query", "module_id"}, "No module with this id", "value_error")
+			return nil, errs.Field([]any{"module_id"}, "No module with this id", "value_error")
 		}
 		return nil, err
 	}
@@ -320,27 +339,30 @@ func (s *Service) CreateTheme(ctx context.Context, n NewTheme) (*Theme, error) {
 
 func checkMarkdown(f *errs.Fields, md string) {
 	if len(md) > MaxMarkdownBytes {
-		f.Add([]any{"body"}, "Lesson content must be at most 256 KiB", "string_too_long")
+		f.Add([]any{"markdown"}, "Lesson content must be at most 256 KiB", "string_too_long")
 	}
 }
 
 // UpdateTheme validates and applies the fields given.
-func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Theme, error) {
+func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u ThemeUpdate) (*Theme, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	if u.Title != nil {
-		checkText(&f, []any{"query", "title"}, "Title", *u.Title, MaxTitleLen)
+		checkText(&f, []any{"title"}, "Title", *u.Title, MaxTitleLen)
 		t := strings.TrimSpace(*u.Title)
 		u.Title = &t
 	}
 	if u.Slug != nil {
-		checkSlug(&f, []any{"query", "slug"}, *u.Slug)
+		checkSlug(&f, []any{"slug"}, *u.Slug)
 	}
 	if u.OrderIndex != nil {
-		checkRange(&f, []any{"query", "order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
+		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}
 	if u.EstimatedMinutes != nil {
-		checkRange(&f, []any{"query", "estimated_minutes"}, "estimated_minutes", *u.EstimatedMinutes, 1, MaxMinutes)
+		checkRange(&f, []any{"estimated_minutes"}, "estimated_minutes", *u.EstimatedMinutes, 1, MaxMinutes)
 	}
 	if err := f.Err(); err != nil {
 		return nil, err
@@ -349,7 +371,10 @@ func (s *Service) UpdateTheme(ctx context.Context, id int64, u ThemeUpdate) (*Th
 }
 
 // SetContent replaces a theme's lesson text and re-renders it.
-func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*Content, error) {
+func (s *Service) SetContent(ctx context.Context, a actor.Actor, id int64, markdown string) (*Content, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
 	defer s.changed()
 	var f errs.Fields
 	checkMarkdown(&f, markdown)
@@ -365,7 +390,10 @@ func (s *Service) SetContent(ctx context.Context, id int64, markdown string) (*C
 }
 
 // DeleteTheme removes a theme and its completions.
-func (s *Service) DeleteTheme(ctx context.Context, id int64) error {
+func (s *Service) DeleteTheme(ctx context.Context, a actor.Actor, id int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
 	defer s.changed()
 	return s.store.DeleteTheme(ctx, id)
 }

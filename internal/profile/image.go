@@ -32,7 +32,7 @@ const (
 	AvatarSide   = 512 // stored avatars are square, at most this wide
 )
 
-var locFile = []any{"body", "file"}
+var locFile = []any{"file"}
 
 // Errors of an upload, all about the multipart field "file".
 var (

@@ -54,7 +54,7 @@ func (u *Update) validate() error {
 	var f errs.Fields
 	if u.FullName != nil {
 		v := strings.TrimSpace(*u.FullName)
-		loc := []any{"body", "full_name"}
+		loc := []any{"full_name"}
 		switch {
 		case utf8.RuneCountInString(v) > MaxFullNameLen:
 			f.Add(loc, "Full name must be at most 100 characters long", "string_too_long")
@@ -65,7 +65,7 @@ func (u *Update) validate() error {
 	}
 	if u.Bio != nil {
 		v := strings.TrimSpace(strings.ReplaceAll(*u.Bio, "\r\n", "\n"))
-		loc := []any{"body", "bio"}
+		loc := []any{"bio"}
 		switch {
 		case utf8.RuneCountInString(v) > MaxBioLen:
 			f.Add(loc, "Bio must be at most 1000 characters long", "string_too_long")
@@ -75,7 +75,7 @@ func (u *Update) validate() error {
 		u.Bio = &v
 	}
 	if u.Email != nil {
-		v := auth.NormalizeEmail(&f, []any{"body", "email"}, *u.Email)
+		v := auth.NormalizeEmail(&f, []any{"email"}, *u.Email)
 		u.Email = &v
 	}
 	return f.Err()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
@@ -83,7 +84,7 @@ var ErrScriptTooLarge = errs.Errorf(errs.Invalid, "A script must be at most %d b
 // as everywhere (another user's sandbox is ErrContainerNotFound); a stopped
 // sandbox is ErrNotRunning. The script is killed at its timeout inside the
 // sandbox too, so a check that hangs cannot outlive its request.
-func (s *Service) Exec(ctx context.Context, a Actor, id int64, sc Script) (*Result, error) {
+func (s *Service) Exec(ctx context.Context, a actor.Actor, id int64, sc Script) (*Result, error) {
 	c, err := s.Get(ctx, a, id)
 	if err != nil {
 		return nil, err

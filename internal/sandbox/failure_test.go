@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
@@ -22,7 +23,7 @@ type fakeFixture struct {
 	db     *store.DB
 	engine *sandboxtest.Engine
 	svc    *sandbox.Service
-	user   sandbox.Actor
+	user   actor.Actor
 	tpl    int64
 }
 
@@ -35,7 +36,7 @@ func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeFixture{db: db, engine: sandboxtest.NewEngine(), user: sandbox.Actor{UserID: u.ID}}
+	f := &fakeFixture{db: db, engine: sandboxtest.NewEngine(), user: actor.User(u.ID)}
 	svc, err := sandbox.NewService(ctx, db.Sandboxes(), f.engine, sandbox.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/sandbox"
@@ -35,7 +36,7 @@ type fixture struct {
 	svc   *sandbox.Service
 	rt    sandbox.Runtime
 	clock *clock
-	user  sandbox.Actor
+	user  actor.Actor
 	tpl   int64
 }
 
@@ -48,7 +49,7 @@ func newFixture(t *testing.T, db *store.DB) *fixture {
 	if err := db.Users().CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{db: db, rt: rt, clock: &clock{t: now}, user: sandbox.Actor{UserID: u.ID}}
+	f := &fixture{db: db, rt: rt, clock: &clock{t: now}, user: actor.User(u.ID)}
 	f.svc = f.service(t, rt, sandbox.Options{IdleTimeout: 30 * time.Minute, MaxLifetime: 4 * time.Hour})
 	if err := f.svc.EnsureDefaultTemplates(ctx); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"tuxlab/internal/activity"
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
@@ -124,12 +125,6 @@ func (s *Service) tools(ctx context.Context, rt Runtime) (string, error) {
 	return v, nil
 }
 
-// Actor is who calls: a user, and whether that user is an admin (who sees all).
-type Actor struct {
-	UserID int64
-	Admin  bool
-}
-
 // NewService returns a Service. runtime may be nil when no engine is configured:
 // every call that needs it then answers ErrRuntimeUnavailable.
 func NewService(ctx context.Context, store Store, runtime Runtime, o Options) (*Service, error) {
@@ -205,14 +200,14 @@ const MaxNameLen = 64
 
 // Create makes a sandbox for the actor and starts it: the answer is a running
 // container, or an error and nothing left behind.
-func (s *Service) Create(ctx context.Context, a Actor, n NewContainer) (*Container, error) {
+func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*Container, error) {
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
 	}
 	t, err := s.store.FindTemplateByID(ctx, n.TemplateID)
 	if errors.Is(err, ErrTemplateNotFound) {
-		return nil, errs.Field([]any{"body", "template_id"}, "No sandbox template with this id", "value_error")
+		return nil, errs.Field([]any{"template_id"}, "No sandbox template with this id", "value_error")
 	}
 	if err != nil {
 		return nil, err
@@ -222,7 +217,7 @@ func (s *Service) Create(ctx context.Context, a Actor, n NewContainer) (*Contain
 		n.Name = t.Name
 	}
 	if utf8.RuneCountInString(n.Name) > MaxNameLen || strings.ContainsAny(n.Name, "\r\n\t") {
-		return nil, errs.Field([]any{"body", "name"}, "Name must be one line of at most 64 characters", "string_too_long")
+		return nil, errs.Field([]any{"name"}, "Name must be one line of at most 64 characters", "string_too_long")
 	}
 	// The learner's own quota answers first (409); the host-wide cap (503) is
 	// the platform's problem, not the learner's. The transaction below checks
@@ -413,19 +408,19 @@ var keepAlive = []string{"/bin/sh", "-c", "[ -x /usr/local/sbin/tuxlab-idle ] &&
 
 // owned returns container id if the actor may see it; another user's container
 // is ErrContainerNotFound, exactly as if it did not exist.
-func (s *Service) owned(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) owned(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.store.FindContainerByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if c.UserID != a.UserID && !a.Admin {
+	if !a.Owns(c.UserID) {
 		return nil, ErrContainerNotFound
 	}
 	return c, nil
 }
 
 // List returns the actor's own containers with their state checked against the engine.
-func (s *Service) List(ctx context.Context, a Actor) ([]*Container, error) {
+func (s *Service) List(ctx context.Context, a actor.Actor) ([]*Container, error) {
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
@@ -452,7 +447,7 @@ func (s *Service) ListAll(ctx context.Context, offset, limit int) ([]*Container,
 }
 
 // Get returns one container with its state checked against the engine.
-func (s *Service) Get(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) Get(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.owned(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -466,7 +461,7 @@ func (s *Service) Get(ctx context.Context, a Actor, id int64) (*Container, error
 
 // Visit is Get for a learner looking at a sandbox: an API call on a running
 // sandbox counts as activity and pushes its idle stop forward.
-func (s *Service) Visit(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) Visit(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.Get(ctx, a, id)
 	if err != nil || c.Status != StatusRunning {
 		return c, err
@@ -529,7 +524,7 @@ func (s *Service) refresh(ctx context.Context, rt Runtime, c *Container) (*Conta
 // stopped (the idle stop may have stopped it), for work that needs it now
 // (a lab's or an exam's checks). A sandbox that no longer exists, or is
 // broken, is nil without an error: as good as gone to the caller.
-func (s *Service) Resume(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) Resume(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.Get(ctx, a, id)
 	if errors.Is(err, ErrContainerNotFound) {
 		return nil, nil
@@ -547,7 +542,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, id int64) (*Container, er
 }
 
 // Start starts a stopped sandbox; starting a running one changes nothing.
-func (s *Service) Start(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) Start(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.Get(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -630,7 +625,7 @@ func (s *Service) startFailed(ctx context.Context, c *Container, prevStopped *ti
 }
 
 // Stop stops a running sandbox; stopping a stopped one changes nothing.
-func (s *Service) Stop(ctx context.Context, a Actor, id int64) (*Container, error) {
+func (s *Service) Stop(ctx context.Context, a actor.Actor, id int64) (*Container, error) {
 	c, err := s.Get(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -667,7 +662,7 @@ func (s *Service) stop(ctx context.Context, c *Container, detail string) (*Conta
 }
 
 // Delete removes a sandbox from the engine, then its row.
-func (s *Service) Delete(ctx context.Context, a Actor, id int64) error {
+func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64) error {
 	c, err := s.owned(ctx, a, id)
 	if err != nil {
 		return err

@@ -80,10 +80,10 @@ var (
 	userPattern  = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 )
 
-// apply validates in and applies it to t; problems are located in the query.
+// apply validates in and applies it to t; problems are located by field name.
 func (in TemplateInput) apply(t *Template) error {
 	var f errs.Fields
-	loc := func(name string) []any { return []any{"query", name} }
+	loc := func(name string) []any { return []any{name} }
 	if in.Name != nil {
 		if n := utf8.RuneCountInString(strings.TrimSpace(*in.Name)); n < 1 || n > 64 {
 			f.Add(loc("name"), "Name must be 1 to 64 characters", "string_length")
@@ -154,10 +154,10 @@ func (in TemplateInput) apply(t *Template) error {
 func (s *Service) CreateTemplate(ctx context.Context, in TemplateInput) (*Template, error) {
 	var f errs.Fields
 	if in.Name == nil {
-		f.Add([]any{"query", "name"}, "Field required", "missing")
+		f.Add([]any{"name"}, "Field required", "missing")
 	}
 	if in.Image == nil {
-		f.Add([]any{"query", "image"}, "Field required", "missing")
+		f.Add([]any{"image"}, "Field required", "missing")
 	}
 	if err := f.Err(); err != nil {
 		return nil, err

@@ -326,7 +326,7 @@ func (s *LessonStore) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeU
 		}
 		if u.ModuleID != nil && *u.ModuleID != t.ModuleID {
 			if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, *u.ModuleID)); err != nil {
-				return errs.Field([]any{"query", "module_id"}, "No module with this id", "value_error")
+				return errs.Field([]any{"module_id"}, "No module with this id", "value_error")
 			}
 		}
 		set(&t.ModuleID, u.ModuleID)

@@ -89,8 +89,8 @@ func sizedShell(shell []string, cols, rows uint) []string {
 }
 
 // hangupGrace is how long a hung-up relay has to end the shell (it gives
-// the shell ttyrelay's default 2 s) before tuxlab turns to hangupByMark.
-const hangupGrace = 4 * time.Second
+// the shell ttyrelay's default 5 s) before tuxlab turns to hangupByMark.
+const hangupGrace = 8 * time.Second
 
 // hangupScript sends SIGHUP to the processes carrying the mark $1 (a
 // terminal's relay, which hangs its terminal up on that signal) and, should

@@ -63,7 +63,8 @@ type Config struct {
 	Env        []string // the shell's environment
 	Token      string   // "" accepts no in-band hang-up
 	// Grace is how long the shell has to exit after a hang-up before it is
-	// killed (default 2s).
+	// killed (default 5s: bash passing SIGHUP on to its jobs may take
+	// seconds on a loaded host).
 	Grace time.Duration
 	// PidsMaxFiles are where the sandbox's pid limit is read, the first
 	// that can be (default: cgroup v2's, then v1's).
@@ -85,7 +86,7 @@ const (
 func Run(cfg Config, in, out *os.File) int {
 	r := &relay{cfg: cfg, in: in, out: out, hangup: make(chan string, 1), shellDone: make(chan struct{})}
 	if r.cfg.Grace <= 0 {
-		r.cfg.Grace = 2 * time.Second
+		r.cfg.Grace = 5 * time.Second
 	}
 	if r.cfg.Log == nil {
 		r.cfg.Log = io.Discard

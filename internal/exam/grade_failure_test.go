@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"testing"
-	"time"
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
-	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/exam"
 	"tuxlab/internal/sandbox"
@@ -27,33 +24,16 @@ func TestSubmitWhenTheEngineFails(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		now := time.Now().UTC()
-		u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
-			PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-		if err := db.Users().CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-		engine := sandboxtest.NewEngine()
-		sandboxes, err := sandbox.NewService(ctx, db.Sandboxes(), engine, sandbox.Options{Log: discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sandboxes.EnsureDefaultTemplates(ctx); err != nil {
-			t.Fatal(err)
-		}
-		tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
-		if err != nil {
-			t.Fatal(err)
-		}
+		x := sandboxtest.NewFixture(t, db)
+		discard, engine, sandboxes := x.Discard, x.Engine, x.Service
 		exams := exam.NewService(db.Exams(), sandboxes, exam.Options{Log: discard})
 		slug, title := "engine-fails", "Engine fails"
-		e, err := exams.Create(ctx, actor.AsAdmin(), exam.Input{Slug: &slug, Title: &title, TemplateID: &tpl.ID,
+		e, err := exams.Create(ctx, actor.AsAdmin(), exam.Input{Slug: &slug, Title: &title, TemplateID: &x.BusyBox,
 			Questions: []exam.QuestionInput{{Kind: exam.Practical, Prompt: "Make /tmp/x", Check: "test -f /tmp/x"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := actor.User(u.ID)
+		a := actor.User(x.UserID)
 		started, _, err := exams.Start(ctx, a, e.ID)
 		if err != nil {
 			t.Fatal(err)

@@ -3,13 +3,9 @@ package sandbox_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
-	"time"
 
 	"tuxlab/internal/actor"
-	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/sandboxtest"
@@ -29,28 +25,8 @@ type fakeFixture struct {
 
 func newFakeFixture(t *testing.T, db *store.DB) *fakeFixture {
 	t.Helper()
-	ctx := context.Background()
-	now := time.Now().UTC()
-	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
-		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := db.Users().CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeFixture{db: db, engine: sandboxtest.NewEngine(), user: actor.User(u.ID)}
-	svc, err := sandbox.NewService(ctx, db.Sandboxes(), f.engine, sandbox.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.svc = svc
-	if err := svc.EnsureDefaultTemplates(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.tpl = tpl.ID
-	return f
+	x := sandboxtest.NewFixture(t, db)
+	return &fakeFixture{db: db, engine: x.Engine, svc: x.Service, user: actor.User(x.UserID), tpl: x.BusyBox}
 }
 
 func (f *fakeFixture) rows(t *testing.T) []*sandbox.Container {

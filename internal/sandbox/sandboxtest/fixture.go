@@ -1,0 +1,50 @@
+package sandboxtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"tuxlab/internal/auth"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/store"
+)
+
+// Fixture is a sandbox service over the in-memory Engine on a real
+// database, with one learner and the default templates: what a failure-path
+// test of sandboxes, labs or exams starts from.
+type Fixture struct {
+	Service *sandbox.Service
+	Engine  *Engine
+	UserID  int64 // the learner
+	BusyBox int64 // the BusyBox template's id
+	Discard *slog.Logger
+}
+
+// NewFixture makes a Fixture on db.
+func NewFixture(t *testing.T, db *store.DB) *Fixture {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	u := &auth.User{Username: "learner", Email: "learner@tuxlab.org", PasswordHash: "x", Role: auth.RoleStudent, IsActive: true,
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	if err := db.Users().CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	f := &Fixture{Engine: NewEngine(), UserID: u.ID, Discard: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc, err := sandbox.NewService(ctx, db.Sandboxes(), f.Engine, sandbox.Options{Log: f.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.EnsureDefaultTemplates(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := db.Sandboxes().FindTemplateByName(ctx, "BusyBox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Service, f.BusyBox = svc, tpl.ID
+	return f
+}

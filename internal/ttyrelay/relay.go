@@ -375,6 +375,10 @@ func (r *relay) pumpInput() {
 				}
 			}
 			if len(data) > 0 {
+				// tuxlab sends what was typed after a resize only once the
+				// engine has resized the outer terminal: giving the inner one
+				// that size first keeps the order a local terminal has.
+				r.copySize()
 				if _, werr := r.master.Write(data); werr != nil {
 					return
 				}
@@ -398,13 +402,21 @@ func requestPrefixAtEnd(b, want []byte) int {
 }
 
 // copySize gives the inner terminal the outer one's size; the kernel then
-// signals SIGWINCH to the inner terminal's foreground.
+// signals SIGWINCH to the inner terminal's foreground if the size changed.
+// It goes through SyscallConn because File.Fd would switch the files to
+// blocking mode.
 func (r *relay) copySize() {
-	ws, err := unix.IoctlGetWinsize(int(r.in.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
+	var ws *unix.Winsize
+	var err error
+	if c, cerr := r.in.SyscallConn(); cerr == nil {
+		c.Control(func(fd uintptr) { ws, err = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) })
+	}
+	if ws == nil || err != nil {
 		return
 	}
-	unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, ws)
+	if c, cerr := r.master.SyscallConn(); cerr == nil {
+		c.Control(func(fd uintptr) { unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws) })
+	}
 }
 
 func setSize(fd int, cols, rows uint16) error {

@@ -231,7 +231,7 @@ await step("a stopped sandbox starts again; a dropped socket reconnects", async 
   // same shell, whose screen is replayed.
   await run("echo before-drop-$((40+2))");
   await waitScreen(/^before-drop-42\s*$/m);
-  await page.evaluate(() => document.querySelector(".term").panel.ws.close(4000, "test: dropped"));
+  await page.evaluate(() => document.querySelector(".term").panel.ws.close(3000, "test: dropped"));
   await page.waitForSelector('.term:not([data-state="connected"])');
   await connected();
   await waitScreen(/^before-drop-42\s*$/m);

@@ -153,6 +153,20 @@ await step("paste with Ctrl+Shift+V", async () => {
   await waitScreen(/^pasted-42\s*$/m);
 });
 
+await step("paste with Ctrl+V; type for the learner with typeText", async () => {
+  await page.evaluate(() => navigator.clipboard.writeText("echo ctrlv-$((6*7))"));
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.press("Control+V");
+  await waitScreen(/\$ echo ctrlv-\$\(\(6\*7\)\) *$/m);
+  await page.keyboard.press("Enter");
+  await waitScreen(/^ctrlv-42\s*$/m);
+  // What a lesson's "Run in terminal" button does: a paste, and the focus.
+  await page.evaluate(() => document.querySelector(".term").panel.typeText("echo typed-$((6*7))"));
+  await waitScreen(/\$ echo typed-\$\(\(6\*7\)\) *$/m);
+  await page.keyboard.press("Enter");
+  await waitScreen(/^typed-42\s*$/m);
+});
+
 await step("write and save a file with vi", async () => {
   await run("clear; vi notes.txt");
   await waitScreen(/^~\s*$/m);
@@ -349,6 +363,21 @@ await step("a phone's screen", async () => {
   await connected();
   await run("echo small screen");
   await waitScreen(/^small screen\s*$/m);
+  // The key bar sends the keys a touch keyboard lacks: Ctrl+C, a sticky
+  // Ctrl (Ctrl, then u: the line typed so far is erased), the arrows.
+  expect(await page.isVisible(".term-keys"), "no key bar on a phone's screen");
+  await run("clear; sleep 999");
+  await page.click('.term-keys button[aria-label="Control C (interrupt)"]');
+  await page.keyboard.type("echo wrong");
+  await page.click('.term-keys button[aria-label^="Control (applies"]');
+  await page.keyboard.type("u");
+  await page.keyboard.type("echo keybar-$((6*7))");
+  await page.keyboard.press("Enter");
+  await waitScreen(/^keybar-42\s*$/m);
+  expect(!/wrong/.test(await screen()), "Ctrl from the key bar did not make u a Ctrl+U");
+  await page.click('.term-keys button[aria-label="Arrow up"]');
+  await page.keyboard.press("Enter");
+  await waitScreen(/^keybar-42\s*$(.|\n)*^keybar-42\s*$/m);
   await shot("phone-terminal");
   await page.setViewportSize({ width: 1440, height: 900 });
 });

@@ -1,6 +1,7 @@
 // One learner's way through tuxlab's web interface, in headless Chromium:
 // sign up, read a lesson, use the terminal (echo, vi, copy and paste, resize
-// and stty size, reload and find the same sandbox), check a laboratory task
+// and stty size, reload and find the same sandbox, reload with vi open and
+// find the same vi), check a laboratory task
 // before and after solving it, take an exam against its timer, and visit the
 // dashboard, the profile, /docs and (with an admin) the admin page. A
 // screenshot of every page lands in $TUXLAB_SCREENSHOTS (default
@@ -152,6 +153,20 @@ await step("paste with Ctrl+Shift+V", async () => {
   await waitScreen(/^pasted-42\s*$/m);
 });
 
+await step("paste with Ctrl+V; type for the learner with typeText", async () => {
+  await page.evaluate(() => navigator.clipboard.writeText("echo ctrlv-$((6*7))"));
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.press("Control+V");
+  await waitScreen(/\$ echo ctrlv-\$\(\(6\*7\)\) *$/m);
+  await page.keyboard.press("Enter");
+  await waitScreen(/^ctrlv-42\s*$/m);
+  // What a lesson's "Run in terminal" button does: a paste, and the focus.
+  await page.evaluate(() => document.querySelector(".term").panel.typeText("echo typed-$((6*7))"));
+  await waitScreen(/\$ echo typed-\$\(\(6\*7\)\) *$/m);
+  await page.keyboard.press("Enter");
+  await waitScreen(/^typed-42\s*$/m);
+});
+
 await step("write and save a file with vi", async () => {
   await run("clear; vi notes.txt");
   await waitScreen(/^~\s*$/m);
@@ -190,6 +205,27 @@ await step("reload the page and find the same sandbox", async () => {
   await waitScreen(/^tuxlab was here\s*$/m);
 });
 
+await step("reload the page with vi open: the same vi comes back", async () => {
+  await run("clear; vi reload.txt");
+  await waitScreen(/^~\s*$/m);
+  await page.keyboard.press("i");
+  await page.keyboard.type("typed before the reload");
+  await page.keyboard.press("Escape");
+  await waitScreen(/typed before the reload/);
+  await page.reload();
+  await page.waitForSelector('.term[data-state="connected"]', { timeout: 90000 });
+  // The shell is the same: vi, its unsaved text and its screen come back.
+  await waitScreen(/^typed before the reload\s*$/m);
+  await waitScreen(/^~\s*$/m);
+  await shot("lesson-terminal-reattached");
+  await page.click(".term-host .xterm-screen");
+  await page.keyboard.type(":q!");
+  await page.keyboard.press("Enter");
+  await waitScreen(/\$ *$/m);
+  await run("test -e reload.txt || echo unsaved-$((6*7))");
+  await waitScreen(/^unsaved-42\s*$/m);
+});
+
 await step("a stopped sandbox starts again; a dropped socket reconnects", async () => {
   // The idle stop stops a sandbox under an open terminal: the shell ends, and
   // Enter starts the sandbox again, files and all.
@@ -205,10 +241,15 @@ await step("a stopped sandbox starts again; a dropped socket reconnects", async 
   expect(await page.getAttribute(".term", "data-container-id") === id, "another sandbox after the restart");
   await run("cat notes.txt");
   await waitScreen(/^tuxlab was here\s*$/m);
-  // The network drops the socket: the panel reconnects by itself.
-  await page.evaluate(() => document.querySelector(".term").panel.ws.close(4000, "test: dropped"));
-  await waitScreen(/\[reconnected: a new shell\]/);
+  // The network drops the socket: the panel reattaches by itself to the
+  // same shell, whose screen is replayed.
+  await run("echo before-drop-$((40+2))");
+  await waitScreen(/^before-drop-42\s*$/m);
+  await page.evaluate(() => document.querySelector(".term").panel.ws.close(3000, "test: dropped"));
+  await page.waitForSelector('.term:not([data-state="connected"])');
   await connected();
+  await waitScreen(/^before-drop-42\s*$/m);
+  expect(!/a new shell/.test(await screen()), "the dropped socket came back to a new shell");
   await run("echo back-$((40+2))");
   await waitScreen(/^back-42\s*$/m);
 });
@@ -322,6 +363,21 @@ await step("a phone's screen", async () => {
   await connected();
   await run("echo small screen");
   await waitScreen(/^small screen\s*$/m);
+  // The key bar sends the keys a touch keyboard lacks: Ctrl+C, a sticky
+  // Ctrl (Ctrl, then u: the line typed so far is erased), the arrows.
+  expect(await page.isVisible(".term-keys"), "no key bar on a phone's screen");
+  await run("clear; sleep 999");
+  await page.click('.term-keys button[aria-label="Control C (interrupt)"]');
+  await page.keyboard.type("echo wrong");
+  await page.click('.term-keys button[aria-label^="Control (applies"]');
+  await page.keyboard.type("u");
+  await page.keyboard.type("echo keybar-$((6*7))");
+  await page.keyboard.press("Enter");
+  await waitScreen(/^keybar-42\s*$/m);
+  expect(!/wrong/.test(await screen()), "Ctrl from the key bar did not make u a Ctrl+U");
+  await page.click('.term-keys button[aria-label="Arrow up"]');
+  await page.keyboard.press("Enter");
+  await waitScreen(/^keybar-42\s*$(.|\n)*^keybar-42\s*$/m);
   await shot("phone-terminal");
   await page.setViewportSize({ width: 1440, height: 900 });
 });

@@ -43,9 +43,19 @@ const TerminalFrame = 4 << 10
 // when the test ends. A refused terminal fails the test.
 func (e *Env) OpenTerminal(t testing.TB, path, token string, cols, rows int) *Terminal {
 	t.Helper()
+	return e.ReopenTerminal(t, path, token, cols, rows, "")
+}
+
+// ReopenTerminal is OpenTerminal that asks to reattach to terminal session
+// session (the id of a Terminal's Session message); "" opens a new shell.
+func (e *Env) ReopenTerminal(t testing.TB, path, token string, cols, rows int, session string) *Terminal {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	q := url.Values{"token": {token}, "cols": {strconv.Itoa(cols)}, "rows": {strconv.Itoa(rows)}}
+	if session != "" {
+		q.Set("session", session)
+	}
 	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path+"?"+q.Encode(), nil)
 	if err != nil {
 		t.Fatalf("open the terminal %s: %v", path, err)
@@ -248,6 +258,81 @@ func (tm *Terminal) Hangup() {
 	if ce := (websocket.CloseError{}); err != nil && !errors.As(err, &ce) {
 		tm.t.Logf("closing the terminal: %v", err)
 	}
+}
+
+// AwaitControl waits until a control message of type typ has come and
+// returns the first, failing the test when the socket ends first or within
+// passes (which only guards against a hung test).
+func (tm *Terminal) AwaitControl(typ string, within time.Duration) map[string]any {
+	tm.t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		tm.mu.Lock()
+		ended, changed := tm.ended, tm.changed
+		for _, m := range tm.control {
+			if m["type"] == typ {
+				tm.mu.Unlock()
+				return m
+			}
+		}
+		tm.mu.Unlock()
+		if ended != nil {
+			tm.t.Fatalf("the terminal ended (%v) before a %q message; it printed %s", ended, typ, tm.Tail())
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			tm.t.Fatalf("still waiting for a %q message after %s; the terminal printed %s", typ, within, tm.Tail())
+		}
+	}
+}
+
+// Session is the id of the terminal session the socket is attached to (the
+// server's first message), for ReopenTerminal.
+func (tm *Terminal) Session() string {
+	tm.t.Helper()
+	id, _ := tm.AwaitControl("session", 30*time.Second)["id"].(string)
+	if id == "" {
+		tm.t.Fatalf("a session message without an id: %v", tm.Control())
+	}
+	return id
+}
+
+// Drop ends the socket without a closing handshake, as a network that
+// fails or a browser that is killed does: the server detaches the terminal
+// and keeps the shell for the grace.
+func (tm *Terminal) Drop() {
+	tm.conn.CloseNow()
+	<-tm.done
+}
+
+// End sends the close message, as the page's End session button does, and
+// waits until the server has closed the socket: the terminal hangs up at
+// once.
+func (tm *Terminal) End() {
+	tm.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tm.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"close"}`)); err != nil {
+		tm.t.Fatalf("sending the close message: %v", err)
+	}
+	tm.Ended(time.Minute)
+}
+
+// Ended waits until the socket has ended and returns why (a
+// websocket.CloseError when the server closed it), failing after within,
+// which only guards against a hang.
+func (tm *Terminal) Ended(within time.Duration) error {
+	tm.t.Helper()
+	select {
+	case <-tm.done:
+	case <-time.After(within):
+		tm.t.Fatalf("the terminal is still open after %s; it printed %s", within, tm.Tail())
+	}
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.ended
 }
 
 // WaitTerminalsClosed waits until the server has finished with every

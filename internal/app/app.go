@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
-	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox,
+	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox, Grace: cfg.TerminalGrace,
 		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
 	a.Auth = auth.NewService(db.Users(), auth.Options{
 		Sessions:           a.Terminals,

@@ -82,6 +82,7 @@ type Config struct {
 	SandboxToolsImage        string         // TUXLAB_SANDBOX_TOOLS_IMAGE: the trusted tools every sandbox mounts
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
+	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
 	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: from the end of one lab check of an attempt to the next
 	LabCheckBudget           time.Duration  // TUXLAB_LAB_CHECK_BUDGET: the wall time of a whole lab check, every task
 	LabAttemptsPerDay        int            // TUXLAB_LAB_ATTEMPTS_PER_DAY: attempts a learner starts of one lab in 24 hours
@@ -190,6 +191,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxToolsImage = stringOr(getenv("TUXLAB_SANDBOX_TOOLS_IMAGE"), "tuxlab/sandbox-tools:latest")
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
+	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	c.LabCheckBudget = env.duration("TUXLAB_LAB_CHECK_BUDGET", 30*time.Second)
 	c.LabAttemptsPerDay = env.int("TUXLAB_LAB_ATTEMPTS_PER_DAY", 10, 1, 1000)
@@ -348,6 +350,20 @@ func (p *envParser) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		p.fail(fmt.Errorf("%s must be a positive duration such as 30m or 24h, not %q", name, v))
+		return def
+	}
+	return d
+}
+
+// durationUpTo reads a duration from 0 to hi, or def when the variable is unset.
+func (p *envParser) durationUpTo(name string, def, hi time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > hi {
+		p.fail(fmt.Errorf("%s must be a duration from 0 to %s such as 1m or 30s, not %q", name, hi, v))
 		return def
 	}
 	return d

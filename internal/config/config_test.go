@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -16,7 +17,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Env != Development || c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.TokenTTL.Minutes() != 480 ||
-		c.SQLitePath() != "data/tuxlab.db" {
+		c.SQLitePath() != "data/tuxlab.db" || c.TerminalGrace != time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -33,12 +34,18 @@ func TestLoadRejects(t *testing.T) {
 		{"a proxy that is no address", map[string]string{"TUXLAB_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "TUXLAB_TRUSTED_PROXIES"},
 		{"bad ttl", map[string]string{"ACCESS_TOKEN_EXPIRE_MINUTES": "ten"}, "ACCESS_TOKEN_EXPIRE_MINUTES"},
 		{"bad database", map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
+		{"negative terminal grace", map[string]string{"TUXLAB_TERMINAL_GRACE": "-1s"}, "TUXLAB_TERMINAL_GRACE"},
+		{"terminal grace over an hour", map[string]string{"TUXLAB_TERMINAL_GRACE": "2h"}, "TUXLAB_TERMINAL_GRACE"},
+		{"terminal grace without a unit", map[string]string{"TUXLAB_TERMINAL_GRACE": "60"}, "TUXLAB_TERMINAL_GRACE"},
 		{"bootstrap without password", map[string]string{"TUXLAB_BOOTSTRAP_ADMIN": "root:root@tuxlab.org"}, "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"},
 	}
 	for _, tt := range tests {
 		if _, err := Load(env(tt.env)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want mention of %s", tt.name, err, tt.want)
 		}
+	}
+	if c, err := Load(env(map[string]string{"TUXLAB_TERMINAL_GRACE": "0"})); err != nil || c.TerminalGrace != 0 {
+		t.Fatalf("a grace of 0 (hang up at once): %v %v", c.TerminalGrace, err)
 	}
 	if _, err := Load(env(map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": strings.Repeat("k", 32)})); err != nil {
 		t.Fatalf("strong production secret refused: %v", err)

@@ -293,13 +293,24 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		s.refuseTerminal(r, conn, err)
 		return nil
 	}
-	defer adm.release()
+	if adm.session != "" {
+		owner := terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, adm.c)}
+		if s.terminals.Attach(r.Context(), conn, adm.session, adm.c.ID, owner, adm.cols, adm.rows) {
+			return nil
+		}
+		// The session ended meanwhile: a new shell, which needs a place.
+		if adm.release, err = s.terminals.Reserve(adm.c.ID); err != nil {
+			s.refuseTerminal(r, conn, err)
+			return nil
+		}
+	}
 	sess, c, err := s.sandboxes.Terminal(r.Context(), adm.c, adm.cols, adm.rows)
 	if err != nil {
+		adm.release()
 		s.refuseTerminal(r, conn, err)
 		return nil
 	}
-	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, c)})
+	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, c)}, adm.release)
 	return nil
 }
 
@@ -329,7 +340,8 @@ type terminalAdmission struct {
 	token      string
 	c          *sandbox.Container
 	cols, rows uint
-	release    func()
+	session    string // an open session of the user's on this sandbox to attach to; "" for a new shell
+	release    func() // gives back the place taken for a new shell (a no-op when attaching)
 }
 
 // admitTerminal runs a terminal request's checks in the order of
@@ -360,11 +372,17 @@ func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	if c.Status != sandbox.StatusRunning {
 		return nil, sandbox.ErrNotRunning
 	}
-	release, err := s.terminals.Reserve(id)
-	if err != nil {
+	adm := &terminalAdmission{user: u, token: token, c: c, cols: uint(cols), rows: uint(rows), release: func() {}}
+	// A session of the user's on this sandbox keeps its place; any other id
+	// (unknown, ended, another user's or sandbox's) is a new shell.
+	if sid := r.URL.Query().Get("session"); sid != "" && s.terminals.Has(sid, u.ID, c.ID) {
+		adm.session = sid
+		return adm, nil
+	}
+	if adm.release, err = s.terminals.Reserve(id); err != nil {
 		return nil, err
 	}
-	return &terminalAdmission{user: u, token: token, c: c, cols: uint(cols), rows: uint(rows), release: release}, nil
+	return adm, nil
 }
 
 // refuseTerminal tells a terminal client, after the upgrade, why it cannot

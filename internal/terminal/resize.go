@@ -75,7 +75,8 @@ func (r *resizer) waitIdle(ctx context.Context) error {
 }
 
 // applyResizes gives the engine the latest size, one call at a time.
-func (t *term) applyResizes(ctx context.Context) {
+func (t *term) applyResizes() {
+	ctx := t.ctx
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,7 +90,7 @@ func (t *term) applyResizes(ctx context.Context) {
 		err := t.sess.Resize(ctx, cols, rows)
 		t.resize.done()
 		if err != nil && ctx.Err() == nil {
-			t.sendControl(ctx, control{Type: "error", Detail: "Could not resize the terminal"})
+			t.sendControl(control{Type: "error", Detail: "Could not resize the terminal"})
 		}
 	}
 }

@@ -1,12 +1,18 @@
 // Package terminal bridges a WebSocket to a shell running with a TTY in a
-// sandbox. The protocol (docs/terminal.md): binary frames carry raw terminal
-// bytes both ways; text frames carry JSON control messages:
+// sandbox. A terminal is a session that outlives its socket: a client that
+// drops reattaches within the grace with the session's id and gets the
+// output kept meanwhile. The protocol (docs/terminal.md): binary frames
+// carry raw terminal bytes both ways; text frames carry JSON control
+// messages:
 //
 //	client → server  {"type":"resize","cols":120,"rows":40}
-//	server → client  {"type":"exit","code":0}
+//	                 {"type":"close"}                                hang up now
+//	server → client  {"type":"session","id":"...","grace":60}         first, on every socket
+//	                 {"type":"exit","code":0}
 //	                 {"type":"error","detail":"..."}                 the session goes on
 //	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403
 //	                 {"type":"expiring","reason":"idle"|"lifetime","seconds":60}
+//	                 {"type":"detached","reason":"elsewhere"}        another socket took over; closes with 4000
 package terminal
 
 import (
@@ -31,7 +37,10 @@ type Options struct {
 	PingInterval  time.Duration // keep-alive pings, and how often Owner.Check runs (default 30s)
 	TouchInterval time.Duration // how often a terminal with new input records activity on its sandbox (default 30s)
 	MaxMessage    int64         // largest frame a client may send (default 64 KiB)
-	MaxPerSandbox int           // terminals open at once on one sandbox (default 8)
+	MaxPerSandbox int           // terminals open at once on one sandbox, detached ones included (default 8)
+	// Grace is how long a terminal whose socket dropped keeps its shell for
+	// a client to reattach; 0 hangs up at once.
+	Grace time.Duration
 	// Describe tells what an error that ends a terminal means to its client:
 	// a status and a detail safe to show. The HTTP layer's mapping of error
 	// kinds goes here; the default says 500 and nothing more.
@@ -92,16 +101,16 @@ type Bridge struct {
 	opt       Options
 
 	mu      sync.Mutex
-	open    map[int64]int            // places taken per sandbox id
-	byUser  map[int64]map[*term]bool // terminals being served, per user
-	closing error                    // set by Shutdown: no new terminal
-	places  sync.WaitGroup           // one per place taken, until given back
+	open    map[int64]int  // places taken per sandbox id
+	reg     *registry      // terminal sessions, attached or not
+	closing error          // set by Shutdown: no new terminal
+	places  sync.WaitGroup // one per place taken, until given back
 }
 
 // NewBridge returns a Bridge that records activity on sandboxes.
 func NewBridge(sandboxes Sandboxes, o Options) *Bridge {
 	o.defaults()
-	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}, byUser: map[int64]map[*term]bool{}}
+	return &Bridge{sandboxes: sandboxes, opt: o, open: map[int64]int{}, reg: newRegistry()}
 }
 
 // Open counts the terminals open now, for metrics.
@@ -142,13 +151,13 @@ func (b *Bridge) Reserve(containerID int64) (release func(), err error) {
 	}, nil
 }
 
-// CloseUser ends every terminal of user userID: each client gets why (see
-// Refuse) and its socket closes, and the shells end with what they started.
-// It does not wait for them.
+// CloseUser ends every terminal of user userID, detached ones included:
+// each attached client gets why (see Refuse) and its socket closes, and the
+// shells end with what they started. It does not wait for them.
 func (b *Bridge) CloseUser(userID int64, why error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for t := range b.byUser[userID] {
+	for _, t := range b.reg.user(userID) {
 		t.end(why)
 	}
 }
@@ -161,10 +170,8 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 	if b.closing == nil {
 		b.closing = ErrShuttingDown
 	}
-	for _, ts := range b.byUser {
-		for t := range ts {
-			t.end(b.closing)
-		}
+	for _, t := range b.reg.all() {
+		t.end(b.closing)
 	}
 	b.mu.Unlock()
 	done := make(chan struct{})
@@ -184,10 +191,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 func (b *Bridge) register(t *term) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.byUser[t.owner.UserID] == nil {
-		b.byUser[t.owner.UserID] = map[*term]bool{}
-	}
-	b.byUser[t.owner.UserID][t] = true
+	b.reg.add(t)
 	if b.closing != nil {
 		t.end(b.closing)
 	}
@@ -196,9 +200,16 @@ func (b *Bridge) register(t *term) {
 func (b *Bridge) unregister(t *term) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if delete(b.byUser[t.owner.UserID], t); len(b.byUser[t.owner.UserID]) == 0 {
-		delete(b.byUser, t.owner.UserID)
-	}
+	b.reg.remove(t)
+}
+
+// Has reports whether session id is open (attached or not), userID's on
+// sandbox sandboxID: another user's session, or one on another sandbox, is
+// unknown.
+func (b *Bridge) Has(id string, userID, sandboxID int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reg.lookup(id, userID, sandboxID) != nil
 }
 
 // Owner is whose terminal it is.
@@ -221,39 +232,88 @@ type control struct {
 	Status  int    `json:"status,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Seconds *int   `json:"seconds,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Grace   *int   `json:"grace,omitempty"`
 }
 
 // MaxSize bounds the terminal size a client may ask for.
 const MaxSize = 1000
 
-// Serve runs one terminal until the shell exits, the client leaves, the idle
-// limit passes, the sandbox ends, or the terminal is ended (CloseUser,
-// Shutdown, Owner.Check). It closes both ends; closing the session ends the
-// shell's processes, and Serve returns once that is done.
-func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container, owner Owner) {
+// Serve starts a terminal session on sess, a shell in sandbox c, and serves
+// conn on it until the socket closes or leaves; release gives the session's
+// place back (see Reserve) once it has ended. The session runs on after its
+// socket leaves: until the shell exits, the client closes it (the close
+// message or a normal close), the grace passes with no socket attached
+// (Attach), the idle limit passes, the sandbox ends, or it is ended
+// (CloseUser, Shutdown, Owner.Check). Ending it hangs the shell up; the
+// sessions still open when the server stops end with Shutdown.
+func (b *Bridge) Serve(ctx context.Context, conn *websocket.Conn, sess sandbox.Session, c *sandbox.Container, owner Owner, release func()) {
+	t := newTerm(b, sess, c, owner, release)
+	b.register(t)
+	go t.run()
+	b.serveSocket(ctx, t, conn, false, 0, 0)
+}
+
+// Attach serves conn on session id, when it is the owner's on sandbox
+// sandboxID and still open, until the socket closes or leaves (as Serve):
+// the client gets the session message, the output kept, and a redraw at
+// cols × rows; a socket attached before is told it was taken over and
+// closes with CloseTakenOver. Owner replaces the session's owner (its Check
+// uses the new socket's credentials). Attach reports false, leaving conn
+// alone, when there is no such session.
+func (b *Bridge) Attach(ctx context.Context, conn *websocket.Conn, id string, sandboxID int64, owner Owner, cols, rows uint) bool {
+	b.mu.Lock()
+	t := b.reg.lookup(id, owner.UserID, sandboxID)
+	b.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	t.owner = owner
+	t.mu.Unlock()
+	return b.serveSocket(ctx, t, conn, true, cols, rows)
+}
+
+// serveSocket attaches conn to t and serves it until it closes or leaves;
+// reattach: redraw at cols × rows. It reports false, leaving conn alone,
+// when t has ended before it attached, unless t is new (Serve): its client
+// is then told how it ended.
+func (b *Bridge) serveSocket(ctx context.Context, t *term, conn *websocket.Conn, reattach bool, cols, rows uint) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer sess.Close()
-	// Whatever ends the terminal closes the shell's stream, which also ends
-	// a write to the shell that waits.
-	context.AfterFunc(ctx, func() { sess.Close() })
 	conn.SetReadLimit(b.opt.MaxMessage)
-	t := newTerm(b, conn, sess, c, owner)
-	b.register(t)
-	defer b.unregister(t)
-
+	s := newSocket(conn)
+	if _, ok := t.attach(ctx, s); !ok {
+		if !reattach {
+			<-t.ending
+			t.tellEnd(s)
+			conn.CloseNow()
+		}
+		return !reattach
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { t.pumpOutput(ctx) }) // engine → client
-	wg.Go(func() { t.keepAlive(ctx, cancel) })
-	wg.Go(func() { t.watch(ctx, cancel) })
-	wg.Go(func() { t.applyResizes(ctx) })
-	wg.Go(func() { t.pumpReplies(ctx) })
-	wg.Go(func() { t.keepTouched(ctx) })
-	t.pumpInput(ctx) // client → engine, until the client leaves or ctx ends
+	wg.Go(func() { s.keepAlive(ctx, b.opt.PingInterval, cancel) })
+	wg.Go(func() { s.pumpReplies(ctx) })
+	if reattach {
+		wg.Go(func() { t.redraw(ctx, cols, rows) })
+	}
+	closed := t.pumpInput(ctx, s)
 	cancel()
-	sess.Close()
 	wg.Wait()
+	if closed {
+		t.endWith("closed")
+		<-t.done
+	} else {
+		t.detach(s)
+	}
+	s.waitHandoff()
+	conn.CloseNow()
+	return true
 }
+
+// CloseTakenOver is the close code of a socket whose session another socket
+// took over (a second tab): its client should not reconnect by itself.
+const CloseTakenOver websocket.StatusCode = 4000
 
 // CloseCode is the close code of a terminal that ends with an error of the
 // given status: 4000 + status, in the range RFC 6455 leaves to applications.
@@ -268,6 +328,12 @@ const maxCloseReason = 123
 // reason, cut to what a close frame holds.
 func Refuse(ctx context.Context, conn *websocket.Conn, status int, detail string) {
 	defer conn.CloseNow()
+	refuse(ctx, conn, status, detail)
+}
+
+// refuse is Refuse without the final CloseNow, for a caller that writes to
+// conn under a lock of its own.
+func refuse(ctx context.Context, conn *websocket.Conn, status int, detail string) {
 	msg, _ := json.Marshal(control{Type: "error", Detail: detail, Status: status})
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -101,7 +101,7 @@ func serveWith(t *testing.T, shell sandbox.Session, sandboxes terminal.Sandboxes
 		if err != nil {
 			return
 		}
-		b.Serve(r.Context(), conn, shell, &sandbox.Container{ID: 1, Status: sandbox.StatusRunning}, terminal.Owner{UserID: 1})
+		b.Serve(r.Context(), conn, shell, &sandbox.Container{ID: 1, Status: sandbox.StatusRunning}, terminal.Owner{UserID: 1}, nil)
 	}))
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -111,6 +111,10 @@ func serveWith(t *testing.T, shell sandbox.Session, sandboxes terminal.Sandboxes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.CloseNow() })
+	// Every socket is first told its session.
+	if typ, data, err := conn.Read(ctx); err != nil || typ != websocket.MessageText || !strings.Contains(string(data), `"type":"session"`) {
+		t.Fatalf("the first message is %q (%v), not the session", data, err)
+	}
 	return conn
 }
 

@@ -1,8 +1,9 @@
 // The terminal panel: xterm.js on the sandbox's WebSocket (docs/terminal.md).
-// It fits its box and tells the server the size, reconnects when the socket
-// drops (the sandbox is started again if the idle stop stopped it), copies and
-// pastes with Ctrl+Shift+C / Ctrl+Shift+V, and shows the server's `expiring`
-// warnings as a countdown.
+// It fits its box and tells the server the size, reattaches to the same shell
+// when the socket drops or the page reloads (the session id is kept in
+// localStorage), starts the sandbox again if the idle stop stopped it, copies
+// and pastes (Ctrl+Shift+C; Ctrl+V, Cmd+V, Ctrl+Shift+V), offers a key bar on
+// touch screens, and shows the server's `expiring` warnings as a countdown.
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
 import { h, toast, fmtClock } from "./dom.js";
@@ -24,6 +25,47 @@ const enc = new TextEncoder();
 // inactive, origin refused). Others may pass: a retry finds, starts or
 // creates the sandbox again (404, 409) or waits for capacity (503).
 const FINAL_CLOSES = new Set([4401, 4403]);
+
+// TAKEN_OVER is the close code of a socket whose shell another tab took over:
+// the panel waits for the learner instead of taking it back (no ping-pong).
+const TAKEN_OVER = 4000;
+
+// sessionKey is where the id of the shell of a sandbox is kept, so that a
+// reload, a dropped socket or a second tab reattach to it.
+const sessionKey = (sandboxId) => `tuxlab.term.${sandboxId}`;
+const storage = {
+  get: (k) => { try { return localStorage.getItem(k) || ""; } catch { return ""; } },
+  set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* private mode: no reattaching */ } },
+  del: (k) => { try { localStorage.removeItem(k); } catch { /* idem */ } },
+};
+
+// terminalToken is the credential the terminal's URL carries (browsers
+// cannot set headers on a WebSocket).
+function terminalToken() { return session.token() || ""; }
+
+// KEYS are the key bar's buttons: a name for screen readers, a label, and the
+// bytes sent (arrows follow the application's cursor-key mode).
+const KEYS = [
+  { name: "Escape", label: "Esc", data: "\x1b" },
+  { name: "Control (applies to the next key)", label: "Ctrl", sticky: true },
+  { name: "Tab", label: "Tab", data: "\t" },
+  { name: "Arrow up", label: "↑", arrow: "A" },
+  { name: "Arrow down", label: "↓", arrow: "B" },
+  { name: "Arrow left", label: "←", arrow: "D" },
+  { name: "Arrow right", label: "→", arrow: "C" },
+  { name: "Control C (interrupt)", label: "^C", data: "\x03" },
+];
+
+// ctrlOf is what Ctrl with key types: a control character for @, letters
+// and [\]^_, the key itself otherwise.
+function ctrlOf(key) {
+  if (key.length !== 1) return key;
+  const c = key.toUpperCase().charCodeAt(0);
+  if (c >= 64 && c <= 95) return String.fromCharCode(c - 64);
+  if (key === "?") return "\x7f";
+  if (key === " ") return "\x00";
+  return key;
+}
 
 /**
  * TerminalPanel renders into el. getSandbox() returns a running container
@@ -47,11 +89,13 @@ export class TerminalPanel {
         h("span", { class: "term-tools" },
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
-          h("button", { type: "button", class: "small ghost", title: "Open a new shell", onclick: () => this.reconnect(true) }, "Reconnect"))),
+          h("button", { type: "button", class: "small ghost", title: "Connect again (to the same shell while it runs)", onclick: () => this.reconnect(true) }, "Reconnect"),
+          h("button", { type: "button", class: "small ghost", title: "End the shell and what runs in it (a new one opens on Enter)", onclick: () => this.endSession() }, "End session"))),
       // The warning lies over the screen instead of pushing it down: a resize
       // would reach the server, and the terminal's size should not jump.
       h("div", { class: "term-screen" }, this.host, this.warnEl),
-      h("p", { class: "term-help" }, "Ctrl+Shift+C copies the selection, Ctrl+Shift+V pastes, F6 leaves the terminal."));
+      this.keyBar(),
+      h("p", { class: "term-help" }, "Ctrl+Shift+C copies the selection, Ctrl+V pastes, F6 leaves the terminal. A reload keeps the shell."));
     el.replaceChildren(this.root);
     this.root.panel = this; // for the browser test, which drops the socket on purpose
 
@@ -64,7 +108,7 @@ export class TerminalPanel {
     this.term.loadAddon(this.fit);
     this.term.open(this.host);
     this.term.attachCustomKeyEventHandler((e) => this.onKey(e));
-    this.term.onData((d) => this.send(d));
+    this.term.onData((d) => this.send(this.applyCtrl(d)));
     this.term.onResize(({ cols, rows }) => this.onResize(cols, rows));
     this.resizeObserver = new ResizeObserver(() => this.refit());
     this.resizeObserver.observe(this.host);
@@ -121,13 +165,16 @@ export class TerminalPanel {
     this.nameEl.textContent = `${c.name} #${c.id}`;
     try { this.fit.fit(); } catch { /* keep the last size */ }
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const q = new URLSearchParams({ token: session.token() || "", cols: this.term.cols, rows: this.term.rows });
+    const q = new URLSearchParams({ token: terminalToken(), cols: this.term.cols, rows: this.term.rows });
+    // The shell this sandbox had: the server reattaches to it while it runs.
+    this.askedSession = storage.get(sessionKey(c.id));
+    if (this.askedSession) q.set("session", this.askedSession);
+    this.elsewhere = false;
     const ws = new WebSocket(`${proto}//${location.host}${c.terminal_url}?${q}`);
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     ws.onopen = () => {
       if (ws !== this.ws) return;
-      if (this.retries) this.term.write("\r\n\x1b[2m[reconnected: a new shell]\x1b[0m\r\n");
       this.retries = 0;
       this.setState("connected", "Connected");
       this.onResize(this.term.cols, this.term.rows);
@@ -142,6 +189,7 @@ export class TerminalPanel {
     };
     ws.onclose = (e) => {
       if (ws !== this.ws || this.closed || this.exited) return;
+      if (e.code === TAKEN_OVER || this.elsewhere) { this.showElsewhere(); return; }
       if (e.code === 1000) {
         // Closed on purpose (the idle limit): no reconnecting loop behind the
         // learner's back; Enter or Reconnect opens a new shell.
@@ -166,7 +214,23 @@ export class TerminalPanel {
   }
 
   control(m) {
-    if (m.type === "exit") {
+    if (m.type === "session") {
+      const key = sessionKey(this.container.id);
+      if (m.id === this.askedSession) {
+        // The same shell: what it printed meanwhile is replayed next, onto a
+        // clean screen, and a full-screen program draws itself again.
+        this.term.reset();
+      } else if (this.askedSession || this.started) {
+        this.term.write("\r\n\x1b[2m[a new shell: the previous one has ended]\x1b[0m\r\n");
+      }
+      this.started = true;
+      this.askedSession = m.id;
+      storage.set(key, m.id);
+    } else if (m.type === "detached") {
+      // Another tab took this shell over: say so, and wait for the learner.
+      this.elsewhere = true;
+    } else if (m.type === "exit") {
+      this.forgetSession();
       this.exited = true;
       this.setState("exited", `Shell exited (${m.code})`);
       this.term.write(`\r\n\x1b[2m[the shell exited with code ${m.code}: press Enter for a new one]\x1b[0m\r\n`);
@@ -214,14 +278,90 @@ export class TerminalPanel {
     this.retryTimer = setTimeout(() => this.connect(), delay);
   }
 
-  /** reconnect drops the socket (if any) and opens a new shell. */
+  /** reconnect drops the socket (if any) and connects again: to the same
+   * shell while it runs, or a new one. */
   reconnect(byUser) {
     if (this.ws) { const old = this.ws; this.ws = null; old.close(); }
     if (byUser) this.retries = 0;
+    this.hideWarning();
     this.connect();
   }
 
+  /** endSession hangs the shell up at once (the close message); Enter opens a new one. */
+  endSession() {
+    if (!this.isOpen()) { this.forgetSession(); return; }
+    const ws = this.ws;
+    ws.send(JSON.stringify({ type: "close" }));
+    this.forgetSession();
+    this.exited = true;
+    this.hideWarning();
+    this.setState("exited", "Session ended");
+    this.term.write("\r\n\x1b[2m[session ended: press Enter for a new shell]\x1b[0m\r\n");
+  }
+
+  forgetSession() {
+    if (this.container) storage.del(sessionKey(this.container.id));
+    this.askedSession = "";
+  }
+
+  /** showElsewhere says the shell is open in another tab, with a button to take it back. */
+  showElsewhere() {
+    this.exited = true;
+    clearInterval(this.warnTimer);
+    this.setState("elsewhere", "Open in another tab");
+    this.warnEl.replaceChildren("This terminal is open in another tab. ",
+      h("button", { type: "button", class: "small", onclick: () => { this.exited = false; this.reconnect(true); } }, "Use it here"));
+    this.warnEl.dataset.reason = "elsewhere";
+    this.warnEl.hidden = false;
+  }
+
+  /** typeText types text into the shell as a paste (bracketed when the
+   * application asked for it) and focuses the terminal. */
+  typeText(text) {
+    if (text) this.term.paste(text);
+    this.term.focus();
+  }
+
+  /** keyBar is the row of keys a touch keyboard lacks, shown on coarse pointers and small screens. */
+  keyBar() {
+    this.ctrlButton = null;
+    const bar = h("div", { class: "term-keys", role: "toolbar", "aria-label": "Terminal keys" },
+      ...KEYS.map((k) => {
+        const b = h("button", { type: "button", class: "small ghost", "aria-label": k.name, title: k.name,
+          onmousedown: (e) => e.preventDefault(), // keep the focus (and the on-screen keyboard) in the terminal
+          onclick: () => this.pressKey(k) }, k.label);
+        if (k.sticky) { b.setAttribute("aria-pressed", "false"); this.ctrlButton = b; }
+        return b;
+      }));
+    const mq = window.matchMedia("(pointer: coarse), (max-width: 600px)");
+    const show = () => { bar.hidden = !mq.matches; this.refit(); };
+    mq.addEventListener?.("change", show);
+    bar.hidden = !mq.matches;
+    return bar;
+  }
+
+  pressKey(k) {
+    if (k.sticky) {
+      this.ctrlSticky = !this.ctrlSticky;
+      this.ctrlButton.setAttribute("aria-pressed", String(this.ctrlSticky));
+    } else if (k.arrow) {
+      this.send(this.applyCtrl((this.term.modes?.applicationCursorKeysMode ? "\x1bO" : "\x1b[") + k.arrow));
+    } else {
+      this.send(this.applyCtrl(k.data));
+    }
+    this.term.focus();
+  }
+
+  /** applyCtrl turns the next key into its control character when the key bar's Ctrl is on. */
+  applyCtrl(data) {
+    if (!this.ctrlSticky) return data;
+    this.ctrlSticky = false;
+    this.ctrlButton?.setAttribute("aria-pressed", "false");
+    return data.length === 1 ? ctrlOf(data) : data;
+  }
+
   send(data) {
+    if (this.elsewhere) return; // "Use it here" takes the shell back, not a stray key
     if (this.exited && data === "\r") { this.reconnect(true); return; }
     if (this.warnReason === "idle") { this.warnReason = ""; this.hideWarning(); }
     if (this.isOpen()) this.ws.send(enc.encode(data));
@@ -231,7 +371,11 @@ export class TerminalPanel {
     if (e.type !== "keydown") return true;
     const combo = e.ctrlKey && e.shiftKey && !e.altKey && !e.metaKey;
     if (combo && e.code === "KeyC") { e.preventDefault(); this.copy(); return false; }
-    if (combo && e.code === "KeyV") {
+    // Ctrl+V and Cmd+V paste too, as in other web applications (a shell's
+    // Ctrl+V, the next key verbatim, is rarely needed: Ctrl+Shift+V and
+    // Ctrl+V then behave the same).
+    const paste = (e.ctrlKey !== e.metaKey) && !e.altKey && e.code === "KeyV";
+    if (paste) {
       // With the Clipboard API, read it here; without (plain http on another
       // host), let the browser's own paste event reach xterm.js.
       if (navigator.clipboard && navigator.clipboard.readText) { e.preventDefault(); this.pasteFromClipboard(); }
@@ -270,7 +414,8 @@ export class TerminalPanel {
 
   focus() { this.term.focus(); }
 
-  /** dispose closes the socket (which ends its shell) and frees everything. */
+  /** dispose closes the socket and frees everything: the shell runs on for
+   * the server's grace, so coming back to the page reattaches to it. */
   dispose() {
     this.closed = true;
     clearTimeout(this.retryTimer);

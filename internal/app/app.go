@@ -139,6 +139,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.engine == nil {
 		return nil
 	}
+	a.useLXCFS()
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.engine.Ping(pctx); err != nil {
@@ -149,6 +150,24 @@ func (a *App) Start(ctx context.Context) error {
 		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
 	}
 	return nil
+}
+
+// useLXCFS has the engine bind LXCFS's files into new sandboxes, so they
+// see their own memory, CPUs, load and uptime (TUXLAB_SANDBOX_LXCFS=auto),
+// and says once which it is.
+func (a *App) useLXCFS() {
+	switch {
+	case a.Config.SandboxLXCFS == "off":
+		a.Log.Info("LXCFS off (TUXLAB_SANDBOX_LXCFS=off): sandboxes see the host's memory, CPUs, load and uptime")
+	case !a.engine.IsLocal():
+		a.Log.Info("LXCFS not used: the engine runs on another machine (DOCKER_HOST), so it cannot bind this machine's LXCFS files; sandboxes see the host's memory, CPUs, load and uptime")
+	default:
+		if err := a.engine.UseLXCFS(docker.LXCFSDir, a.Log.Warn); err != nil {
+			a.Log.Warn("LXCFS not used: sandboxes see the host's memory, CPUs, load and uptime (scripts/ensure-engine.sh installs and starts lxcfs; docs/sandboxes.md)", "error", err.Error())
+			return
+		}
+		a.Log.Info("LXCFS: sandboxes see their own memory, CPUs, load and uptime", "dir", docker.LXCFSDir, "files", a.engine.LXCFS())
+	}
 }
 
 // loadBundled loads the embedded curriculum into a database that has none of

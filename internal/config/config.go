@@ -80,6 +80,7 @@ type Config struct {
 	SandboxPoolSize          int            // TUXLAB_SANDBOX_POOL_SIZE: warm sandboxes per template (0: none)
 	SandboxPoolMaxAge        time.Duration  // TUXLAB_SANDBOX_POOL_MAX_AGE: a warm sandbox older than this is replaced
 	SandboxToolsImage        string         // TUXLAB_SANDBOX_TOOLS_IMAGE: the trusted tools every sandbox mounts
+	SandboxLXCFS             string         // TUXLAB_SANDBOX_LXCFS: auto (bind LXCFS's files when it runs) or off
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: from the end of one lab check of an attempt to the next
@@ -188,6 +189,10 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxPoolSize = env.int("TUXLAB_SANDBOX_POOL_SIZE", 1, 0, 50)
 	c.SandboxPoolMaxAge = env.duration("TUXLAB_SANDBOX_POOL_MAX_AGE", time.Hour)
 	c.SandboxToolsImage = stringOr(getenv("TUXLAB_SANDBOX_TOOLS_IMAGE"), "tuxlab/sandbox-tools:latest")
+	c.SandboxLXCFS = stringOr(getenv("TUXLAB_SANDBOX_LXCFS"), "auto")
+	if c.SandboxLXCFS != "auto" && c.SandboxLXCFS != "off" {
+		env.fail(fmt.Errorf("TUXLAB_SANDBOX_LXCFS must be auto or off, not %q", c.SandboxLXCFS))
+	}
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)

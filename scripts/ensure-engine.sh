@@ -26,7 +26,7 @@
 # an existing image is never reformatted. See docs/operations.md.
 #
 # LXCFS (Debian's lxcfs, needs /dev/fuse): installed when missing and
-# started, so that sandboxes see their own memory, CPUs, load and uptime
+# started, so that sandboxes see their own memory, CPUs and load
 # (tuxlab binds its files from /var/lib/lxcfs; docs/sandboxes.md). Under
 # systemd its unit runs it (with a drop-in for -l --enable-cfs); otherwise it
 # runs in the background, logging to /var/log/tuxlab-lxcfs.log. Without it
@@ -283,11 +283,11 @@ ensure_lxcfs() {
 	return 1
 }
 if ensure_lxcfs; then
-	say "LXCFS answers at $LXCFS_DIR: sandboxes see their own memory, CPUs, load and uptime"
+	say "LXCFS answers at $LXCFS_DIR: sandboxes see their own memory, CPUs and load"
 elif [ -n "${CI:-}" ]; then
 	die "LXCFS is required in CI (the sandbox tests check what a sandbox sees)"
 else
-	say "WARNING: no LXCFS (above): sandboxes see the host's memory, CPUs, load and uptime (docs/sandboxes.md)"
+	say "WARNING: no LXCFS (above): sandboxes see the host's memory, CPUs and load (docs/sandboxes.md)"
 fi
 
 # ---------------------------------------------------------------- firewall

@@ -153,20 +153,20 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // useLXCFS has the engine bind LXCFS's files into new sandboxes, so they
-// see their own memory, CPUs, load and uptime (TUXLAB_SANDBOX_LXCFS=auto),
+// see their own memory, CPUs and load (TUXLAB_SANDBOX_LXCFS=auto),
 // and says once which it is.
 func (a *App) useLXCFS() {
 	switch {
 	case a.Config.SandboxLXCFS == "off":
-		a.Log.Info("LXCFS off (TUXLAB_SANDBOX_LXCFS=off): sandboxes see the host's memory, CPUs, load and uptime")
+		a.Log.Info("LXCFS off (TUXLAB_SANDBOX_LXCFS=off): sandboxes see the host's memory, CPUs and load")
 	case !a.engine.IsLocal():
-		a.Log.Info("LXCFS not used: the engine runs on another machine (DOCKER_HOST), so it cannot bind this machine's LXCFS files; sandboxes see the host's memory, CPUs, load and uptime")
+		a.Log.Info("LXCFS not used: the engine runs on another machine (DOCKER_HOST), so it cannot bind this machine's LXCFS files; sandboxes see the host's memory, CPUs and load")
 	default:
 		if err := a.engine.UseLXCFS(docker.LXCFSDir, a.Log.Warn); err != nil {
-			a.Log.Warn("LXCFS not used: sandboxes see the host's memory, CPUs, load and uptime (scripts/ensure-engine.sh installs and starts lxcfs; docs/sandboxes.md)", "error", err.Error())
+			a.Log.Warn("LXCFS not used: sandboxes see the host's memory, CPUs and load (scripts/ensure-engine.sh installs and starts lxcfs; docs/sandboxes.md)", "error", err.Error())
 			return
 		}
-		a.Log.Info("LXCFS: sandboxes see their own memory, CPUs, load and uptime", "dir", docker.LXCFSDir, "files", a.engine.LXCFS())
+		a.Log.Info("LXCFS: sandboxes see their own memory, CPUs and load", "dir", docker.LXCFSDir, "files", a.engine.LXCFS())
 	}
 }
 

@@ -19,11 +19,17 @@ const LXCFSDir = "/var/lib/lxcfs"
 // lxcfsFiles are the files LXCFS computes per container, from its control
 // group: memory and swap from the memory limit, CPUs (cpuinfo, stat, the
 // online CPUs) from its cpuset and CFS quota (lxcfs --enable-cfs), load from
-// its own tasks (lxcfs -l), uptime from its start. Each is bound read-only
-// over the container's own file, so free, top, uptime and the rest describe
+// its own tasks (lxcfs -l). Each is bound read-only over the container's own
+// file, so free, top's header, the load average and the CPU count describe
 // the sandbox, not the host.
+//
+// Not /proc/uptime: LXCFS counts it from the container's start, while the
+// kernel still gives every process's start time since the host booted, and
+// ps computes elapsed time and %CPU from the two: measured with lxcfs 5.0.3,
+// ps -o etime printed 441077233 days and %CPU 0.0 for a busy process, which
+// the lessons on processes and troubleshooting use. uptime stays the host's.
 var lxcfsFiles = []string{
-	"proc/meminfo", "proc/cpuinfo", "proc/stat", "proc/loadavg", "proc/uptime",
+	"proc/meminfo", "proc/cpuinfo", "proc/stat", "proc/loadavg",
 	"proc/diskstats", "proc/swaps",
 	"sys/devices/system/cpu/online",
 }
@@ -104,12 +110,12 @@ func (l *lxcfs) mounts() []mount.Mount {
 	}
 	if err := lxcfsLive(l.dir); err != nil {
 		if !l.stale.Swap(true) {
-			l.warn("LXCFS stopped answering: new sandboxes see the host's memory, CPUs and uptime until it is back (scripts/ensure-engine.sh starts it)", "error", err.Error())
+			l.warn("LXCFS stopped answering: new sandboxes see the host's memory, CPUs and load until it is back (scripts/ensure-engine.sh starts it)", "error", err.Error())
 		}
 		return nil
 	}
 	if l.stale.Swap(false) {
-		l.warn("LXCFS answers again: new sandboxes see their own memory, CPUs and uptime")
+		l.warn("LXCFS answers again: new sandboxes see their own memory, CPUs and load")
 	}
 	out := make([]mount.Mount, 0, len(l.files))
 	for _, f := range l.files {

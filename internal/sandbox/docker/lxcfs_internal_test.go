@@ -20,7 +20,7 @@ func TestLXCFSMountsOnlyWhileItAnswers(t *testing.T) {
 	meminfo := filepath.Join(dir, "proc/meminfo")
 	os.MkdirAll(filepath.Dir(meminfo), 0o755)
 	os.WriteFile(meminfo, []byte("MemTotal: 98304 kB\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "proc/uptime"), []byte("1.00 1.00\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "proc/loadavg"), []byte("0.00 0.00 0.00 1/2 9\n"), 0o644)
 	var warnings []string
 	if err := r.UseLXCFS(dir, func(msg string, _ ...any) { warnings = append(warnings, msg) }); err != nil {
 		t.Fatal(err)

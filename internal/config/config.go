@@ -253,6 +253,16 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, errors.Join(env.errs...)
 }
 
+// CheckServe reports what a server needs beyond what every command does: in
+// production, the metrics token, since /metrics tells about every learner's
+// activity (the administration commands serve no metrics and do without).
+func (c Config) CheckServe() error {
+	if c.Env == Production && c.MetricsToken == "" {
+		return errors.New("production needs TUXLAB_METRICS_TOKEN (or TUXLAB_METRICS_TOKEN_FILE), the bearer token /metrics asks for: generate one with 'openssl rand -hex 32' (docs/operations.md)")
+	}
+	return nil
+}
+
 // isLoopback reports whether addr is HOST:PORT with a loopback host.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)

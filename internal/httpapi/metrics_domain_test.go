@@ -39,8 +39,9 @@ func scrape(t *testing.T, e *apitest.Env, token string) map[string]float64 {
 
 // TestDomainMetrics scrapes /metrics through the real stack before and
 // after a failed, a successful and a malformed login, a sandbox's creation,
-// stop and start, and a laboratory's start and check, and checks that each
-// of the domain's series moved by what happened.
+// stop and start, a laboratory's start and check, and an exam's start and
+// practical grading, and checks that each of the domain's series moved by
+// what happened.
 func TestDomainMetrics(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
@@ -68,6 +69,15 @@ func TestDomainMetrics(t *testing.T) {
 	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: alice.Token}).Expect(t, 200)
 
+	// An exam with a practical question: its start makes a sandbox, its
+	// submission runs the question's check.
+	bob := e.CreateUser("bob", auth.RoleStudent)
+	ex := examPracticalFixture(t, e, admin, "slug=metrics-exam&title=Metrics")
+	ea := startExam(t, e, bob.Token, ex.ID)
+	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *ea.ContainerID) })
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/submit", ex.ID), Token: bob.Token,
+		Body: map[string]any{"answers": []any{}}}).Expect(t, 200)
+
 	after := scrape(t, e, token)
 	for series, want := range map[string]float64{
 		`tuxlab_logins_total{outcome="bad_password"}`: 1,
@@ -75,13 +85,14 @@ func TestDomainMetrics(t *testing.T) {
 		`tuxlab_logins_total{outcome="invalid"}`:      1,
 		`tuxlab_logins_total{outcome="inactive"}`:     0,
 		`tuxlab_engine_errors_total{op="create"}`:     0, // internal/metrics tests the count
-		`tuxlab_sandbox_create_seconds_count`:         2, // the sandbox and the lab's
+		`tuxlab_sandbox_create_seconds_count`:         3, // the sandbox, the lab's and the exam's
 		`tuxlab_sandbox_start_seconds_count`:          1,
-		`tuxlab_sandbox_pool_total{result="miss"}`:    2,
+		`tuxlab_sandbox_pool_total{result="miss"}`:    3,
 		`tuxlab_sandbox_pool_total{result="hit"}`:     0,
 		`tuxlab_check_seconds_count{kind="lab"}`:      3, // one per task
-		`tuxlab_check_seconds_count{kind="exam"}`:     0,
+		`tuxlab_check_seconds_count{kind="exam"}`:     1,
 		`tuxlab_check_timeouts_total{kind="lab"}`:     0,
+		`tuxlab_check_timeouts_total{kind="exam"}`:    0,
 	} {
 		a, ok := after[series]
 		if !ok {

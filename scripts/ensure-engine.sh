@@ -25,6 +25,13 @@
 # 20% of the free space of /var/lib/tuxlab, at least 8 and at most 64 GiB);
 # an existing image is never reformatted. See docs/operations.md.
 #
+# LXCFS (Debian's lxcfs, needs /dev/fuse): installed when missing and
+# started, so that sandboxes see their own memory, CPUs and load
+# (tuxlab binds its files from /var/lib/lxcfs; docs/sandboxes.md). Under
+# systemd its unit runs it (with a drop-in for -l --enable-cfs); otherwise it
+# runs in the background, logging to /var/log/tuxlab-lxcfs.log. Without it
+# sandboxes work, seeing the host's numbers; in CI it is required.
+#
 # With DOCKER_HOST set, it only checks that engine. Logs of a daemon it starts go
 # to /var/log/tuxlab-dockerd.log.
 set -euo pipefail
@@ -237,6 +244,51 @@ if [ "$storage" = btrfs ]; then
 	[ -f "$MANAGED_MARK" ] || echo "engine storage moved to btrfs by scripts/ensure-engine.sh on $(date -u +%FT%TZ)" >"$MANAGED_MARK"
 fi
 advise
+
+# ---------------------------------------------------------------- LXCFS
+LXCFS_DIR=/var/lib/lxcfs # internal/sandbox/docker: LXCFSDir
+LXCFS_ARGS=(-l --enable-cfs) # per-container load average; CPUs from the CFS quota
+lxcfs_live() { timeout 2 head -n 1 "$LXCFS_DIR/proc/meminfo" 2>/dev/null | grep -q '^MemTotal:'; }
+
+# ensure_lxcfs: lxcfs installed, and answering at $LXCFS_DIR.
+ensure_lxcfs() {
+	lxcfs_live && return 0
+	[ -e /dev/fuse ] || { say "no /dev/fuse: LXCFS cannot run"; return 1; }
+	command -v lxcfs >/dev/null || apt_install lxcfs || return 1
+	mkdir -p "$LXCFS_DIR" || return 1
+	if mountpoint -q "$LXCFS_DIR"; then # left behind by a dead lxcfs
+		say "unmounting the stale LXCFS at $LXCFS_DIR"
+		fusermount -u "$LXCFS_DIR" 2>/dev/null || umount -l "$LXCFS_DIR" || return 1
+	fi
+	if has_systemd && systemctl cat lxcfs.service >/dev/null 2>&1; then
+		if [ ! -f /etc/systemd/system/lxcfs.service.d/tuxlab.conf ]; then
+			mkdir -p /etc/systemd/system/lxcfs.service.d
+			printf '# tuxlab: per-container load average, CPUs from the CFS quota\n[Service]\nExecStart=\nExecStart=/usr/bin/lxcfs %s %s\n' \
+				"${LXCFS_ARGS[*]}" "$LXCFS_DIR" >/etc/systemd/system/lxcfs.service.d/tuxlab.conf
+			systemctl daemon-reload || return 1
+		fi
+		say "starting lxcfs with systemctl"
+		systemctl enable lxcfs >/dev/null 2>&1 || true
+		systemctl restart lxcfs || true
+	fi
+	if ! lxcfs_live; then
+		say "starting lxcfs (log: /var/log/tuxlab-lxcfs.log)"
+		nohup lxcfs "${LXCFS_ARGS[@]}" "$LXCFS_DIR" >>/var/log/tuxlab-lxcfs.log 2>&1 &
+	fi
+	for _ in $(seq 20); do
+		lxcfs_live && return 0
+		sleep 0.5
+	done
+	say "lxcfs did not answer at $LXCFS_DIR within 10 s: see /var/log/tuxlab-lxcfs.log"
+	return 1
+}
+if ensure_lxcfs; then
+	say "LXCFS answers at $LXCFS_DIR: sandboxes see their own memory, CPUs and load"
+elif [ -n "${CI:-}" ]; then
+	die "LXCFS is required in CI (the sandbox tests check what a sandbox sees)"
+else
+	say "WARNING: no LXCFS (above): sandboxes see the host's memory, CPUs and load (docs/sandboxes.md)"
+fi
 
 # ---------------------------------------------------------------- firewall
 # Sandbox networks reach nothing on the host: tuxlab makes their bridges

@@ -113,6 +113,18 @@ func TestProductionRefusesWeakSecret(t *testing.T) {
 	}
 }
 
+// TestProductionServeNeedsMetricsToken: serve refuses production without
+// the metrics token, and says what to set.
+func TestProductionServeNeedsMetricsToken(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, store.SQLite)
+	env["TUXLAB_ENV"] = "production"
+	env["SECRET_KEY"] = strings.Repeat("k", 32)
+	if _, _, err := runCmd(t, env, "", "serve"); err == nil || !strings.Contains(err.Error(), "TUXLAB_METRICS_TOKEN") {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
 // TestServeShutsDownGracefully starts the real server on port 0, begins a
 // request, sends the shutdown signal (cancels the context) while the request
 // body is still arriving, and checks that the request still completes.

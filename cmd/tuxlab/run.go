@@ -105,6 +105,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, std s
 		return err
 	}
 	defer a.Close()
+	if err := cfg.CheckServe(); err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
 	if err := a.Start(ctx); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/metrics"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
@@ -50,7 +51,8 @@ type App struct {
 	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
 
-	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
+	engine  *docker.Runtime  // the engine client, closed last (nil: no engine configured)
+	metrics *metrics.Metrics // the domains' collectors, on /metrics
 }
 
 // Open connects to the database and applies pending migrations.
@@ -72,7 +74,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, 
 // export) use it as they are. A server calls Start, then Serve; every App
 // ends with Close.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB) (*App, error) {
-	a := &App{Config: cfg, Log: log, DB: db}
+	a := &App{Config: cfg, Log: log, DB: db, metrics: metrics.New()}
 	if cfg.Now != nil {
 		db.Now = cfg.Now
 	}
@@ -94,9 +96,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		LimitsNow:          cfg.RateLimitNow,
 	})
 	a.Lessons = lesson.NewService(db.Lessons(), db.Activity(), cfg.Now)
-	a.Labs = lab.NewService(db.Labs(), a.Sandboxes, lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
+	a.Labs = lab.NewService(db.Labs(), a.metrics.Checks(a.Sandboxes, metrics.KindLab), lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
-	a.Exams = exam.NewService(db.Exams(), a.Sandboxes, exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
+	a.Exams = exam.NewService(db.Exams(), a.metrics.Checks(a.Sandboxes, metrics.KindExam), exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), profile.Options{
 		Log: log, Decoders: cfg.AvatarDecoders, DecodeTimeout: cfg.AvatarDecodeTimeout, Normalize: cfg.AvatarNormalize})
 	a.Server = httpapi.New(httpapi.Deps{
@@ -139,6 +141,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.engine == nil {
 		return nil
 	}
+	a.useLXCFS()
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.engine.Ping(pctx); err != nil {
@@ -149,6 +152,24 @@ func (a *App) Start(ctx context.Context) error {
 		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
 	}
 	return nil
+}
+
+// useLXCFS has the engine bind LXCFS's files into new sandboxes, so they
+// see their own memory, CPUs and load (TUXLAB_SANDBOX_LXCFS=auto),
+// and says once which it is.
+func (a *App) useLXCFS() {
+	switch {
+	case a.Config.SandboxLXCFS == "off":
+		a.Log.Info("LXCFS off (TUXLAB_SANDBOX_LXCFS=off): sandboxes see the host's memory, CPUs and load")
+	case !a.engine.IsLocal():
+		a.Log.Info("LXCFS not used: the engine runs on another machine (DOCKER_HOST), so it cannot bind this machine's LXCFS files; sandboxes see the host's memory, CPUs and load")
+	default:
+		if err := a.engine.UseLXCFS(docker.LXCFSDir, a.Log.Warn); err != nil {
+			a.Log.Warn("LXCFS not used: sandboxes see the host's memory, CPUs and load (scripts/ensure-engine.sh installs and starts lxcfs; docs/sandboxes.md)", "error", err.Error())
+			return
+		}
+		a.Log.Info("LXCFS: sandboxes see their own memory, CPUs and load", "dir", docker.LXCFSDir, "files", a.engine.LXCFS())
+	}
 }
 
 // loadBundled loads the embedded curriculum into a database that has none of
@@ -243,9 +264,11 @@ func (a *App) ExportContent(ctx context.Context, dir string) (string, error) {
 	return fmt.Sprintf("exported %d themes, %d laboratories and %d exams to %s", themes, labs, exams, dir), nil
 }
 
-// registerMetrics exposes the state of sandboxes and terminals on /metrics.
+// registerMetrics exposes the state of sandboxes and terminals, and the
+// domains' numbers (internal/metrics), on /metrics.
 func (a *App) registerMetrics() {
 	reg := a.Server.Registry()
+	a.metrics.Register(reg)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_sandboxes_running", Help: "Sandboxes running (or being created) on this install.",
 	}, func() float64 {
@@ -276,7 +299,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w (check DOCKER_HOST)", err)
 		}
-		rt, a.engine = d, d
+		rt, a.engine = a.metrics.Runtime(d), d
 	}
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
@@ -284,6 +307,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
 		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge, ToolsImage: cfg.SandboxToolsImage,
+		Observer: a.metrics,
 	})
 	if err != nil {
 		a.closeEngine()

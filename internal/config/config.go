@@ -80,6 +80,7 @@ type Config struct {
 	SandboxPoolSize          int            // TUXLAB_SANDBOX_POOL_SIZE: warm sandboxes per template (0: none)
 	SandboxPoolMaxAge        time.Duration  // TUXLAB_SANDBOX_POOL_MAX_AGE: a warm sandbox older than this is replaced
 	SandboxToolsImage        string         // TUXLAB_SANDBOX_TOOLS_IMAGE: the trusted tools every sandbox mounts
+	SandboxLXCFS             string         // TUXLAB_SANDBOX_LXCFS: auto (bind LXCFS's files when it runs) or off
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
@@ -189,6 +190,10 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SandboxPoolSize = env.int("TUXLAB_SANDBOX_POOL_SIZE", 1, 0, 50)
 	c.SandboxPoolMaxAge = env.duration("TUXLAB_SANDBOX_POOL_MAX_AGE", time.Hour)
 	c.SandboxToolsImage = stringOr(getenv("TUXLAB_SANDBOX_TOOLS_IMAGE"), "tuxlab/sandbox-tools:latest")
+	c.SandboxLXCFS = stringOr(getenv("TUXLAB_SANDBOX_LXCFS"), "auto")
+	if c.SandboxLXCFS != "auto" && c.SandboxLXCFS != "off" {
+		env.fail(fmt.Errorf("TUXLAB_SANDBOX_LXCFS must be auto or off, not %q", c.SandboxLXCFS))
+	}
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)
@@ -248,6 +253,16 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, errors.Join(env.errs...)
+}
+
+// CheckServe reports what a server needs beyond what every command does: in
+// production, the metrics token, since /metrics tells about every learner's
+// activity (the administration commands serve no metrics and do without).
+func (c Config) CheckServe() error {
+	if c.Env == Production && c.MetricsToken == "" {
+		return errors.New("production needs TUXLAB_METRICS_TOKEN (or TUXLAB_METRICS_TOKEN_FILE), the bearer token /metrics asks for: generate one with 'openssl rand -hex 32' (docs/operations.md)")
+	}
+	return nil
 }
 
 // isLoopback reports whether addr is HOST:PORT with a loopback host.

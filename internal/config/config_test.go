@@ -30,6 +30,7 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		{"production without secret", map[string]string{"TUXLAB_ENV": "production"}, "SECRET_KEY"},
 		{"production with a short secret", map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": "short"}, "SECRET_KEY"},
+		{"bad LXCFS setting", map[string]string{"TUXLAB_SANDBOX_LXCFS": "on"}, "TUXLAB_SANDBOX_LXCFS"},
 		{"unknown env", map[string]string{"TUXLAB_ENV": "staging"}, "TUXLAB_ENV"},
 		{"a proxy that is no address", map[string]string{"TUXLAB_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "TUXLAB_TRUSTED_PROXIES"},
 		{"bad ttl", map[string]string{"ACCESS_TOKEN_EXPIRE_MINUTES": "ten"}, "ACCESS_TOKEN_EXPIRE_MINUTES"},
@@ -134,5 +135,25 @@ func TestDebugAddrLoopbackOnly(t *testing.T) {
 		if ok && c.DebugAddr != addr {
 			t.Errorf("%q: DebugAddr %q", addr, c.DebugAddr)
 		}
+	}
+}
+
+// TestServeNeedsMetricsTokenInProduction: a production server refuses to
+// start without the metrics token; development, and production with it, do.
+func TestServeNeedsMetricsTokenInProduction(t *testing.T) {
+	prod := map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": strings.Repeat("k", 32)}
+	c, err := Load(env(prod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckServe(); err == nil || !strings.Contains(err.Error(), "TUXLAB_METRICS_TOKEN") {
+		t.Fatalf("production without a metrics token: %v", err)
+	}
+	prod["TUXLAB_METRICS_TOKEN"] = "m"
+	if c, _ = Load(env(prod)); c.CheckServe() != nil {
+		t.Fatalf("production with a metrics token: %v", c.CheckServe())
+	}
+	if c, _ = Load(env(map[string]string{"TUXLAB_DATA_DIR": t.TempDir()})); c.CheckServe() != nil {
+		t.Fatalf("development: %v", c.CheckServe())
 	}
 }

@@ -86,6 +86,7 @@ type Server struct {
 
 	registry *prometheus.Registry
 	metrics  *metrics
+	logins   *loginMetric
 	routes   []route
 	openapi  []byte
 	handler  http.Handler
@@ -106,6 +107,7 @@ func New(d Deps) *Server {
 	}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newMetrics(s.registry)
+	s.logins = newLoginMetric(s.registry)
 	s.routes = s.routeTable()
 	s.openapi = s.openAPIDocument()
 

@@ -67,7 +67,8 @@ type tokenResponse struct {
 	TokenType   string `json:"token_type"`
 }
 
-func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() { s.logins.observe(err) }() // tuxlab_logins_total{outcome}
 	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
 		return err
 	}

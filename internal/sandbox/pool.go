@@ -158,6 +158,7 @@ func (s *Service) adoptPooled(ctx context.Context, rt Runtime, t *Template, c *C
 	for {
 		e, found := s.pool.take(t)
 		if !found {
+			s.opt.Observer.PoolTaken(false)
 			return "", false, nil
 		}
 		if st, err := rt.Inspect(ctx, e.engineID); err != nil || !st.Running {
@@ -172,6 +173,7 @@ func (s *Service) adoptPooled(ctx context.Context, rt Runtime, t *Template, c *C
 		if e.shell != nil {
 			s.pool.holdShell(e.engineID, e.shell)
 		}
+		s.opt.Observer.PoolTaken(true)
 		return e.engineID, true, nil
 	}
 }

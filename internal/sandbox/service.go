@@ -37,6 +37,7 @@ type Options struct {
 	Now               func() time.Time
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
+	Observer          Observer     // hears creation and start latencies and pool hits (default: none)
 }
 
 func (o *Options) defaults() {
@@ -44,6 +45,9 @@ func (o *Options) defaults() {
 		if *v <= 0 {
 			*v = d
 		}
+	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
 	}
 	def(&o.MaxPerUser, 3)
 	def(&o.MaxRunningPerUser, 2)
@@ -201,6 +205,7 @@ const MaxNameLen = 64
 // Create makes a sandbox for the actor and starts it: the answer is a running
 // container, or an error and nothing left behind.
 func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*Container, error) {
+	began := time.Now()
 	rt, err := s.rt()
 	if err != nil {
 		return nil, err
@@ -257,6 +262,7 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 		s.discard(context.WithoutCancel(ctx), rt, c.ID, engineID)
 		return nil, err
 	}
+	s.opt.Observer.SandboxCreated(time.Since(began))
 	return s.store.FindContainerByID(ctx, c.ID)
 }
 
@@ -584,9 +590,11 @@ func (s *Service) Start(ctx context.Context, a actor.Actor, id int64) (*Containe
 		return nil, err
 	}
 	rt, _ := s.rt()
+	began := time.Now()
 	if err := rt.Start(ctx, c.EngineID); err != nil {
 		return nil, s.startFailed(context.WithoutCancel(ctx), c, prevStopped, err)
 	}
+	s.opt.Observer.SandboxStarted(time.Since(began))
 	// A sandbox stopped from inside (root ending its keep-alive) kept what it
 	// wrote since it was last measured: measure it before it is used again.
 	removed, err := s.checkDiskOf(ctx, rt, c)

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -35,6 +36,12 @@ import (
 type Runtime struct {
 	c     *client.Client
 	meter meter // measures sandboxes' disk use (meter.go)
+	// lxcfs, when set, is bound into every new container (lxcfs.go).
+	lxcfs *lxcfs
+	// ncpu is the engine's CPU count, asked once; nextCPU is the first CPU
+	// of the next cpuset (lxcfs.go: cpuset).
+	ncpu    atomic.Int64
+	nextCPU atomic.Uint64
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -177,8 +184,10 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 
 // Create makes a container from s, hardened: no privileges, every capability
 // dropped but s.CapAdd, no-new-privileges when asked, no mount but the
-// read-only tools volume (and so no engine socket), the engine's default
-// seccomp profile, and resource limits.
+// read-only tools volume and the read-only LXCFS files (and so no engine
+// socket), the engine's default seccomp profile, and resource limits; a
+// limit of whole CPUs gets as many CPUs of its own (cpuset), so nproc says
+// it.
 func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 	init := true
 	security := []string{}
@@ -200,12 +209,14 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 			Memory:     s.MemoryBytes,
 			MemorySwap: s.MemoryBytes, // no swap beyond the memory limit
 			NanoCPUs:   s.NanoCPUs,
+			CpusetCpus: r.cpuset(ctx, s.NanoCPUs),
 			PidsLimit:  &s.PidsLimit,
 		},
 	}
 	if s.ToolsVolume != "" {
 		host.Mounts = []mount.Mount{toolsMount(s.ToolsVolume)}
 	}
+	host.Mounts = append(host.Mounts, r.lxcfs.mounts()...)
 	if s.DiskMB > 0 {
 		host.StorageOpt = map[string]string{"size": fmt.Sprintf("%dM", s.DiskMB)}
 	}

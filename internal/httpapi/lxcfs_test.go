@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -106,4 +107,31 @@ func onlyToolsAndLXCFS(mounts []container.MountPoint) bool {
 		}
 	}
 	return tools == 1
+}
+
+// TestTemplateWithAMissingRuntime: a template may name gVisor's runsc, which
+// the engine may not have. Creating a sandbox from it is then the engine's
+// lack, said as such (503 with what to do), never a 500.
+func TestTemplateWithAMissingRuntime(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	root := e.CreateUser("root", auth.RoleAdmin)
+	var tpl templateBody
+	e.Do(apitest.Request{Method: "POST", Token: root.Token,
+		Path: "/api/admin/sandbox-templates?name=gvisor&image=tuxlab/sandbox-busybox:latest&runtime=runsc"}).
+		Expect(t, 201).JSON(t, &tpl)
+	res := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token,
+		Body: map[string]any{"template_id": tpl.ID}})
+	if res.Status == http.StatusCreated {
+		var c containerBody
+		res.JSON(t, &c)
+		e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID)
+		t.Skip("this engine has runsc")
+	}
+	res.Expect(t, http.StatusServiceUnavailable)
+	if !strings.Contains(string(res.Body), "runtime") {
+		t.Fatalf("503 says %s", res.Body)
+	}
 }

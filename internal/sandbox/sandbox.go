@@ -272,6 +272,7 @@ var (
 	ErrTemplateInUse      = errs.E(errs.Conflict, "Sandbox template is in use by sandboxes, laboratories or exams: delete or change them first")
 	ErrTemplateNameTaken  = errs.E(errs.Conflict, "A sandbox template with this name exists")
 	ErrNotRunning         = errs.E(errs.Conflict, "Container is not running: start it first")
+	ErrNoEngineRuntime    = &errs.Error{Kind: errs.Unavailable, Detail: "This sandbox's template needs a container runtime the engine does not have: an operator installs it (runsc is gVisor's), or an admin sets the template's runtime to runc", RetryAfter: 30 * time.Second}
 	ErrToolsMissing       = errs.E(errs.Unavailable, "The trusted tools image is not on this host: an operator must run ./scripts/build-images.sh tools")
 	ErrNoDiskQuota        = errs.E(errs.Conflict, "This host's storage driver cannot limit a sandbox's disk space (overlay2 needs XFS mounted with pquota): set disk_mb to 0, or move the engine's storage")
 )

@@ -232,6 +232,9 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		if s.DiskMB > 0 && isStorageOptError(err) {
 			return "", fmt.Errorf("%w: %w", sandbox.ErrNoDiskQuota, err)
 		}
+		if s.Runtime != "" && isUnknownRuntimeError(err) {
+			return "", fmt.Errorf("%w: %w", sandbox.ErrNoEngineRuntime, err)
+		}
 		return "", wrap(err)
 	}
 	if err := r.writeMachineID(ctx, res.ID); err != nil {
@@ -271,6 +274,14 @@ func (r *Runtime) writeMachineID(ctx context.Context, id string) error {
 // storage driver without quotas ("--storage-opt is supported only for ...").
 func isStorageOptError(err error) bool {
 	return strings.Contains(err.Error(), "storage-opt") || strings.Contains(err.Error(), "storage opt")
+}
+
+// isUnknownRuntimeError reports whether the engine refused a container for a
+// runtime it does not have: "Unknown runtime specified runsc" (20.10), or
+// "unknown or invalid runtime name: runsc" (later engines).
+func isUnknownRuntimeError(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown runtime") || strings.Contains(msg, "invalid runtime")
 }
 
 // ProbeDiskQuota creates (and removes) a container with a size limit, which

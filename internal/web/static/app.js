@@ -74,8 +74,18 @@ async function render() {
   }
   document.body.classList.toggle("wide", !!(route && route.wide));
   if (!route) {
+    // The server answered this path's shell with 404 (docs/web.md).
+    if (session.token()) await currentUser().catch(() => null);
+    if (seq !== renderSeq) return;
     drawNav();
-    clear(main, h("h1", null, "Page not found"), h("p", null, h("a", { href: "/" }, "Back to the curriculum")));
+    document.title = "Page not found · tuxlab";
+    clear(main, h("div", { class: "not-found" },
+      h("h1", null, "This page does not exist"),
+      h("p", null, "The address may be mistyped, or the page was moved or removed."),
+      h("p", null, h("a", { href: "/", class: "button" }, me ? "Go to your lessons" : "Go to the start page"))));
+    const h1 = main.querySelector("h1");
+    h1.setAttribute("tabindex", "-1");
+    h1.focus({ preventScroll: true });
     return;
   }
   if (route.auth && !session.token()) {

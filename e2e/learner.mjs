@@ -346,6 +346,8 @@ await step("an unknown page and a removed lesson say so in the interface", async
 await step("keyboard only: skip link, focus order, visible focus in both schemes", async () => {
   await page.goto(base + "/");
   await page.waitForSelector(".modules .module");
+  // The page is drawn when its heading has the focus (app.js).
+  await page.waitForFunction(() => document.activeElement?.matches("main h1"));
   // As a keyboard user arriving at the page: the next Tab starts at the top.
   const fromTop = () => page.evaluate(() => {
     let t = document.getElementById("e2e-top");

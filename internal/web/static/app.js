@@ -31,6 +31,7 @@ let me = null;
 let myProfile = null; // the signed-in user's profile (name, avatar), for the navigation
 let renderSeq = 0;
 let currentNav;
+let rendered = ""; // the path and query of the page drawn last
 
 /** go navigates to path inside the application. */
 export function go(path, { replace = false } = {}) {
@@ -86,6 +87,7 @@ async function render() {
   for (const fn of cleanups.splice(0)) { try { fn(); } catch { /* leaving anyway */ } }
   const main = document.getElementById("main");
   const path = location.pathname;
+  rendered = path + location.search;
   let route, params = [];
   for (const r of routes) {
     const m = path.match(r.re);
@@ -164,7 +166,11 @@ document.addEventListener("click", (e) => {
   e.preventDefault();
   go(url.pathname + url.search + url.hash);
 });
-window.addEventListener("popstate", render);
+// Back and Forward draw the page again; a link to a fragment of this page
+// (the skip link, a module's anchor) fires popstate too, and only scrolls.
+window.addEventListener("popstate", () => {
+  if (location.pathname + location.search !== rendered) render();
+});
 // The profile page tells the navigation about a new name or avatar.
 window.addEventListener("tuxlab:profile", (e) => {
   myProfile = e.detail;

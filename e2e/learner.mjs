@@ -452,6 +452,10 @@ if (process.env.TUXLAB_E2E_ADMIN) {
     await page.waitForSelector(".modules");
     await page.click('nav a[href="/admin"]');
     await page.waitForSelector(`td:text-is("${user}")`);
+    // Signing out closed the learner's terminal before revoking the token:
+    // no "You logged out" error from it over the next page.
+    const err = await page.$eval("#toast", (t) => t.classList.contains("error") ? t.textContent : "");
+    expect(!err, `an error after signing out and in again: ${err}`);
     await shot("admin");
     await check("admin");
   });

@@ -176,6 +176,10 @@ window.addEventListener("tuxlab:profile", (e) => {
   myProfile = e.detail;
   if (me) drawNav(currentNav);
 });
+// Signing out leaves the page before it revokes the token (signout.js).
+window.addEventListener("tuxlab:leave", () => {
+  for (const fn of cleanups.splice(0)) { try { fn(); } catch { /* leaving anyway */ } }
+});
 window.addEventListener("tuxlab:signout", () => {
   me = null;
   myProfile = null;

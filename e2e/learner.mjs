@@ -145,6 +145,21 @@ await step("a lesson's code block: Copy, and Run in terminal", async () => {
   await page.keyboard.press("Enter");
   await waitScreen(/^\/dev\/pts\/\d+\s*$/m);
   expect(await page.evaluate(() => !!document.activeElement.closest(".term-host")), "the terminal has not the focus after Run");
+  // What Copy and Run take from a block, by its language (lesson.js commandsOf).
+  const got = await page.evaluate(async () => {
+    const src = document.querySelector('script[type="module"]').src.replace(/app\.js$/, "pages/lesson.js");
+    const { commandsOf } = await import(src);
+    const code = (lang, text) => Object.assign(document.createElement("code"), { className: lang ? `language-${lang}` : "", textContent: text });
+    return [
+      commandsOf(code("console", "$ tty\n/dev/pts/0\n")),
+      commandsOf(code("console", "$ cat <<EOF > a.txt\n> one\n> EOF\n$ wc -l a.txt\n1 a.txt\n")),
+      commandsOf(code("bash", "mkdir -p x\ncd x\n\n")),
+      commandsOf(code("text", "learner@tuxlab:~$\n")),
+      commandsOf(code("", "$ ls\n")),
+    ];
+  });
+  const want = ["tty", "cat <<EOF > a.txt\none\nEOF\nwc -l a.txt", "mkdir -p x\ncd x", "", ""];
+  expect(JSON.stringify(got) === JSON.stringify(want), `commandsOf gave ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 });
 
 await step("type echo hello and read it on screen", async () => {

@@ -15,6 +15,7 @@
 // TUXLAB_E2E_IDLE_WARNING=1 (the server closes idle terminals after 20 s:
 // wait for the warning's countdown).
 import { chromium } from "playwright-core";
+import { axe, summary as axeSummary } from "./axe.mjs";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
@@ -44,6 +45,13 @@ page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
 page.on("dialog", (d) => d.accept());
 
 let n = 0;
+/** check runs axe in both schemes (axe.mjs) and saves the page in dark too. */
+async function check(name, opts = {}) {
+  await axe(page, name, opts);
+  await page.emulateMedia({ colorScheme: "dark" });
+  await shot(`${name.replace(/\W+/g, "-")}-dark`, opts.full);
+  await page.emulateMedia({ colorScheme: null });
+}
 async function shot(name, full = false) {
   const file = join(shots, `${String(++n).padStart(2, "0")}-${name}.png`);
   await page.screenshot({ path: file, fullPage: full });
@@ -96,12 +104,14 @@ await step("sign up", async () => {
   await page.waitForURL(/\/signin/);
   await page.waitForSelector("form h1");
   await shot("signin");
+  await check("sign-in");
   await page.click('a[href^="/signup"]');
   await page.waitForSelector('input[name="email"]');
   await page.fill('input[name="username"]', user);
   await page.fill('input[name="email"]', `${user}@tuxlab.org`);
   await page.fill('input[name="password"]', password);
   await shot("signup");
+  await check("sign-up");
   await page.click('button[type="submit"]');
   await page.waitForSelector(".modules .module");
   expect(new URL(page.url()).pathname === "/", `after sign-up the page is ${page.url()}`);
@@ -109,6 +119,7 @@ await step("sign up", async () => {
   expect(token && token.split(".").length === 3, "no token in sessionStorage");
   expect((await context.cookies()).length === 0, "the interface set a cookie");
   await shot("curriculum");
+  await check("curriculum");
 });
 
 let lessonURL;
@@ -119,6 +130,37 @@ await step("read a lesson beside the terminal", async () => {
   expect(/\/lessons\/\d+$/.test(lessonURL), `lesson URL ${lessonURL}`);
   expect((await page.textContent(".lesson-body")).length > 200, "the lesson has no text");
   await connected();
+  await check("lesson");
+});
+
+await step("a lesson's code block: Copy, and Run in terminal", async () => {
+  // The first lesson's first block is "$ tty" and its output: the commands only.
+  const block = page.locator(".lesson-body .code-block").first();
+  await block.locator('button:has-text("Copy")').click();
+  await block.locator('button:has-text("Copied")').waitFor();
+  expect(await block.locator('[role="status"]').textContent() === "Copied", "the copy is not announced");
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied === "tty", `Copy put ${JSON.stringify(copied)} on the clipboard, not the block's command`);
+  await block.locator('button:has-text("Run in terminal")').click();
+  await waitScreen(/\$ tty *$/m); // typed at the prompt, not run: the learner presses Enter
+  await page.keyboard.press("Enter");
+  await waitScreen(/^\/dev\/pts\/\d+\s*$/m);
+  expect(await page.evaluate(() => !!document.activeElement.closest(".term-host")), "the terminal has not the focus after Run");
+  // What Copy and Run take from a block, by its language (lesson.js commandsOf).
+  const got = await page.evaluate(async () => {
+    const src = document.querySelector('script[type="module"]').src.replace(/app\.js$/, "pages/lesson.js");
+    const { commandsOf } = await import(src);
+    const code = (lang, text) => Object.assign(document.createElement("code"), { className: lang ? `language-${lang}` : "", textContent: text });
+    return [
+      commandsOf(code("console", "$ tty\n/dev/pts/0\n")),
+      commandsOf(code("console", "$ cat <<EOF > a.txt\n> one\n> EOF\n$ wc -l a.txt\n1 a.txt\n")),
+      commandsOf(code("bash", "mkdir -p x\ncd x\n\n")),
+      commandsOf(code("text", "learner@tuxlab:~$\n")),
+      commandsOf(code("", "$ ls\n")),
+    ];
+  });
+  const want = ["tty", "cat <<EOF > a.txt\none\nEOF\nwc -l a.txt", "mkdir -p x\ncd x", "", ""];
+  expect(JSON.stringify(got) === JSON.stringify(want), `commandsOf gave ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 });
 
 await step("type echo hello and read it on screen", async () => {
@@ -272,6 +314,7 @@ await step("check a laboratory task before and after solving it", async () => {
   expect(/does not exist/.test(reason), `the first task failed with ${JSON.stringify(reason)}`);
   await page.locator(first).scrollIntoViewIfNeeded();
   await shot("lab-check-failed");
+  await check("lab");
   await run("mkdir -p webapp/releases/{v1,v2} webapp/shared/{config,logs} && echo made-$((1+1))");
   await waitScreen(/^made-2\s*$/m);
   await page.waitForSelector(`button:has-text("Check my work"):not([disabled])`);
@@ -293,6 +336,7 @@ await step("take an exam against its timer", async () => {
   await page.click('nav a[href="/exams"]');
   await page.waitForSelector(".cards .card");
   await shot("exams");
+  await check("exams");
   await page.click(".cards .card h2 a");
   await page.waitForSelector(".exam h1");
   expect(await page.$$eval(".exam > .prose li", (els) => els.length) > 0, "the exam's description is not rendered Markdown");
@@ -307,6 +351,7 @@ await step("take an exam against its timer", async () => {
   const first = await page.$('.question input[type="radio"]');
   if (first) await first.check();
   await shot("exam");
+  await check("exam attempt");
   await page.click('form.questions button[type="submit"]');
   await page.waitForSelector(".score");
   expect(/Your score: \d+%/.test(await page.textContent(".score")), "no score after submitting");
@@ -324,6 +369,7 @@ await step("dashboard", async () => {
   await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 2);
   expect(/running/.test(await page.textContent("#sandboxes ul")), "no running sandbox listed");
   await shot("dashboard", true);
+  await check("dashboard", { full: true });
 });
 
 await step("profile with an avatar upload", async () => {
@@ -337,6 +383,59 @@ await step("profile with an avatar upload", async () => {
   await page.click("text=Save");
   await page.waitForSelector("text=Profile saved");
   await shot("profile");
+  await check("profile");
+});
+
+await step("an unknown page and a removed lesson say so in the interface", async () => {
+  const res = await page.goto(base + "/no-such-page");
+  expect(res.status() === 404, `an unknown page answered ${res.status()}`);
+  await page.waitForSelector('h1:text-is("This page does not exist")');
+  expect(await page.isVisible('main a[href="/"]'), "no link home on the 404 page");
+  await shot("not-found");
+  await check("404");
+  await page.goto(base + "/lessons/987654");
+  await page.waitForSelector('h1:text-is("This page does not exist")');
+  const said = await page.textContent("main .error");
+  expect(said === "This lesson does not exist (any more).", `a removed lesson says ${JSON.stringify(said)}`);
+});
+
+await step("keyboard only: skip link, focus order, visible focus in both schemes", async () => {
+  await page.goto(base + "/");
+  await page.waitForSelector(".modules .module");
+  // The page is drawn when its heading has the focus (app.js).
+  await page.waitForFunction(() => document.activeElement?.matches("main h1"));
+  // As a keyboard user arriving at the page: the next Tab starts at the top.
+  const fromTop = () => page.evaluate(() => {
+    let t = document.getElementById("e2e-top");
+    if (!t) { t = document.createElement("span"); t.id = "e2e-top"; t.tabIndex = -1; document.body.prepend(t); }
+    t.focus();
+    window.scrollTo(0, 0);
+  });
+  await fromTop();
+  await page.keyboard.press("Tab");
+  const skip = await page.evaluate(() => ({ cls: document.activeElement.className, left: document.activeElement.getBoundingClientRect().left }));
+  expect(skip.cls === "skip" && skip.left >= 0, `the first Tab reaches ${JSON.stringify(skip)}, not a visible skip link`);
+  await page.keyboard.press("Enter");
+  expect(await page.evaluate(() => document.activeElement.id === "main"), "the skip link does not move the focus to the content");
+  // From the top: brand, Learn, Exams, Dashboard, the profile link, Sign out, then the page.
+  const order = [];
+  for (const colorScheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme });
+    await fromTop();
+    for (let i = 0; i < 9; i++) {
+      await page.keyboard.press("Tab");
+      const f = await page.evaluate(() => {
+        const el = document.activeElement, cs = getComputedStyle(el);
+        return { what: `${el.tagName.toLowerCase()} ${(el.getAttribute("aria-label") || el.textContent).trim().slice(0, 30)}`, outline: cs.outlineStyle !== "none" && parseFloat(cs.outlineWidth) >= 2 };
+      });
+      expect(f.outline, `${colorScheme}: ${f.what} has no visible focus ring`);
+      if (colorScheme === "light") order.push(f.what);
+    }
+    if (colorScheme === "dark") await shot("keyboard-focus-dark");
+  }
+  await page.emulateMedia({ colorScheme: null });
+  console.log(`  focus order: ${order.join(" → ")}`);
+  expect(order.some((o) => /Profile/.test(o)) && !order.some((o) => /^a API$/.test(o)), `the bar's links: ${order.join(", ")}`);
 });
 
 await step("/docs with Try it out and Authorize", async () => {
@@ -344,6 +443,11 @@ await step("/docs with Try it out and Authorize", async () => {
   await page.waitForSelector(".swagger-ui .btn.authorize");
   await page.waitForSelector(".swagger-ui .opblock");
   await shot("docs");
+  // /docs is Swagger UI's own markup, vendored unchanged: its method badges
+  // and links lack contrast, each operation's summary is a button holding
+  // other controls (nested-interactive) and its server <select> has no label.
+  // Printed, not failed: fixing them means forking Swagger UI (docs/web.md).
+  await check("docs", { known: "Swagger UI's vendored markup (docs/web.md)" });
   await page.click('.swagger-ui .opblock-get .opblock-summary-path[data-path="/api/auth/me"]');
   await page.click(".swagger-ui .opblock.is-open .try-out__btn");
   await page.click(".swagger-ui .opblock.is-open .execute");
@@ -359,6 +463,7 @@ await step("a phone's screen", async () => {
   await page.goto(lessonURL);
   await page.waitForSelector(".lesson-body");
   await shot("phone-lesson");
+  await check("phone lesson");
   await page.click('.pane-tabs button:has-text("Terminal")');
   await connected();
   await run("echo small screen");
@@ -379,6 +484,10 @@ await step("a phone's screen", async () => {
   await page.keyboard.press("Enter");
   await waitScreen(/^keybar-42\s*$(.|\n)*^keybar-42\s*$/m);
   await shot("phone-terminal");
+  await page.goto(base + "/dashboard");
+  await page.waitForSelector(".tiles .tile");
+  await shot("phone-dashboard");
+  await check("phone dashboard");
   await page.setViewportSize({ width: 1440, height: 900 });
 });
 
@@ -414,9 +523,15 @@ if (process.env.TUXLAB_E2E_ADMIN) {
     await page.waitForSelector(".modules");
     await page.click('nav a[href="/admin"]');
     await page.waitForSelector(`td:text-is("${user}")`);
+    // Signing out closed the learner's terminal before revoking the token:
+    // no "You logged out" error from it over the next page.
+    const err = await page.$eval("#toast", (t) => t.classList.contains("error") ? t.textContent : "");
+    expect(!err, `an error after signing out and in again: ${err}`);
     await shot("admin");
+    await check("admin");
   });
 }
 
 await browser.close();
+axeSummary();
 console.log(`passed: screenshots in ${shots}`);

@@ -599,12 +599,27 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 	echo tuxlab >"$root/etc/hostname"
 	printf '127.0.0.1\tlocalhost\n127.0.1.1\ttuxlab\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n' >"$root/etc/hosts"
 	chmod 0644 "$root/etc/hostname" "$root/etc/hosts"
-	printf "Welcome to tuxlab: a Debian %s sandbox. You are 'learner'; sudo gives you root. Break things, that is what it is for.\n" "$SUITE" >"$root/etc/motd"
+	# Short lines (under 50 columns): the terminal beside a lesson is often
+	# narrow, and on a phone about 45 columns wide.
+	printf "Welcome to tuxlab: a Debian %s sandbox.\nYou are 'learner'; sudo gives you root.\nBreak things, that is what it is for.\n" "$SUITE" >"$root/etc/motd"
+	awk 'length > 49 { print FILENAME ": line " NR " is " length " columns"; bad = 1 } END { exit bad }' "$root/etc/motd" ||
+		die "/etc/motd has a line of 50 columns or more: it would break in a narrow terminal"
 	# /etc/motd is shown by login programs, which a container does not run:
-	# interactive login shells on a terminal print it (lab checks do not).
+	# interactive login shells on a terminal print it (lab checks do not),
+	# wrapped at spaces to the terminal's width, never inside a word.
 	cat >"$root/etc/profile.d/tuxlab-motd.sh" <<'EOF'
-# tuxlab: show /etc/motd in interactive login shells on a terminal only.
-case $- in *i*) [ -t 0 ] && [ -t 1 ] && [ -r /etc/motd ] && cat /etc/motd ;; esac
+# tuxlab: show /etc/motd in interactive login shells on a terminal only,
+# folded at spaces to the terminal's width (a narrow terminal breaks no word).
+case $- in *i*)
+	if [ -t 0 ] && [ -t 1 ] && [ -r /etc/motd ]; then
+		(
+			cols=$(stty size 2>/dev/null | cut -d' ' -f2)
+			case $cols in '' | *[!0-9]* | 0) cols=80 ;; esac
+			fold -s -w "$cols" /etc/motd
+		)
+	fi
+	;;
+esac
 EOF
 	: >"$root/etc/machine-id" # each container is its own machine
 	rm -f "$root/var/lib/dbus/machine-id"

@@ -93,7 +93,7 @@ if [ -z "${TUXLAB_TEST_NO_BROWSER:-}" ]; then
 		apt_install nodejs npm || browser_ok=
 	fi
 	if [ -n "$browser_ok" ]; then
-		say "npm ci in e2e/ (playwright-core)"
+		say "npm ci in e2e/ (playwright-core, axe-core)"
 		(cd e2e && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || browser_ok=
 	fi
 	if [ -n "$browser_ok" ]; then

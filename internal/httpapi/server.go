@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,9 @@ type UI interface {
 	// Patterns lists the ServeMux patterns it answers, such as "GET /{$}";
 	// none may overlap the API's, so unknown /api/ and /ws/ paths stay JSON 404.
 	Patterns() []string
+	// ServeNotFound answers an unknown page path that a browser asked for
+	// (see wantsPage) with the interface's own 404 page.
+	ServeNotFound(w http.ResponseWriter, r *http.Request)
 }
 
 // Deps are what the server needs from the rest of tuxlab.
@@ -131,7 +135,7 @@ func New(d Deps) *Server {
 			handle(p, d.UI)
 		}
 	}
-	mux.Handle("/", s.jsonFallbacks(routes))
+	mux.Handle("/", s.jsonFallbacks(routes, d.UI))
 	s.handler = s.observe(s.cors(s.limitBody(mux)))
 	return s
 }
@@ -141,8 +145,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // jsonFallbacks answers what matches no route of routes, unknown paths
 // (404) and wrong methods (405), in the contract's JSON shape instead of
-// ServeMux's plain text. It is counted as the "unmatched" route.
-func (s *Server) jsonFallbacks(routes *http.ServeMux) http.Handler {
+// ServeMux's plain text. The one exception is a browser asking for an
+// unknown page (wantsPage): ui, when set, draws its 404 page for it. It is
+// counted as the "unmatched" route.
+func (s *Server) jsonFallbacks(routes *http.ServeMux, ui UI) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Pattern = ""
 		probe := &headerProbe{header: http.Header{}}
@@ -153,8 +159,44 @@ func (s *Server) jsonFallbacks(routes *http.ServeMux) http.Handler {
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"})
 			return
 		}
+		if ui != nil && pagePath(r.URL.Path) {
+			// The answer depends on Accept for these paths only.
+			w.Header().Add("Vary", "Accept")
+			if wantsPage(r) {
+				ui.ServeNotFound(w, r)
+				return
+			}
+		}
 		s.writeError(w, r, errNotFound)
 	})
+}
+
+// pagePath reports whether path could be one of the interface's pages: not
+// the API's, the terminal's or the assets' (their unknown paths are always
+// the JSON 404, whoever asks).
+func pagePath(path string) bool {
+	for _, p := range []string{"/api", "/ws", "/assets", "/avatars"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+// wantsPage reports whether r is a browser navigating to a page: a GET or
+// HEAD whose Accept names text/html (fetch and API clients send */* or
+// application/json, and keep the JSON 404).
+func wantsPage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
 
 // headerProbe captures what ServeMux's fallback handler would answer.

@@ -50,9 +50,11 @@ func TestBrowserLearner(t *testing.T) {
 		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
 		return
 	}
-	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "playwright-core")); err != nil {
-		stop("e2e/node_modules is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)")
-		return
+	for _, pkg := range []string{"playwright-core", "axe-core"} {
+		if _, err := os.Stat(filepath.Join(e2e, "node_modules", pkg)); err != nil {
+			stop("e2e/node_modules/%s is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)", pkg)
+			return
+		}
 	}
 	// The bundled laboratories run on the Debian image; without an engine the
 	// test skips, or fails where the engine is required (CI, TUXLAB_TEST_DOCKER).

@@ -93,20 +93,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // "/assets/3f9c0a1b2c4d/".
 func (h *Handler) AssetPrefix() string { return h.b.prefix }
 
+// ServeNotFound answers the application's shell with status 404, for a
+// browser that asked for an unknown page: the browser draws "This page does
+// not exist" in the interface. The server calls it only for GET and HEAD of a
+// path outside /api/, /ws/ and /assets/ whose Accept names text/html.
+func (h *Handler) ServeNotFound(w http.ResponseWriter, r *http.Request) {
+	setPageHeaders(w.Header())
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method != http.MethodHead {
+		w.Write(h.b.index)
+	}
+}
+
+// setPageHeaders sets the headers every page is answered with.
+func setPageHeaders(hd http.Header) {
+	hd.Set("Content-Security-Policy", PageCSP)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+}
+
 // page answers a rendered page: never cached without revalidation (the asset
 // URLs inside change with each build), and under the strict policy.
 func (h *Handler) page(body []byte) http.Handler {
 	etag := etagOf(body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", PageCSP)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
-		hd.Set("Cache-Control", "no-cache")
+		setPageHeaders(hd)
 		hd.Set("ETag", etag)
-		hd.Set("Content-Type", "text/html; charset=utf-8")
 		if matchETag(r, etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return

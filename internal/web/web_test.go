@@ -216,6 +216,68 @@ func TestAPIStaysJSON(t *testing.T) {
 	}
 }
 
+// TestNotFoundPage: a browser that asks for an unknown page (Accept names
+// text/html) gets the application's shell with status 404, which draws "This
+// page does not exist"; API clients, and every unknown /api/, /ws/ and
+// /assets/ path, keep the JSON 404.
+func TestNotFoundPage(t *testing.T) {
+	t.Parallel()
+	e := apitest.New(t, "sqlite")
+	shell := get(e, "/").Expect(t, http.StatusOK).Body
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, c := range []struct {
+		method, path, accept string
+		status               int
+		html                 bool
+	}{
+		{"GET", "/nope", browser, 404, true},
+		{"GET", "/lessons", browser, 404, true},
+		{"GET", "/lessons/1/2", "text/html", 404, true},
+		{"HEAD", "/nope", browser, 404, true},
+		{"GET", "/nope", "", 404, false},
+		{"GET", "/nope", "*/*", 404, false},
+		{"GET", "/nope", "application/json", 404, false},
+		{"GET", "/nope", "text/html;q=0, application/json", 404, false},
+		{"GET", "/api/nope", browser, 404, false},
+		{"GET", "/api", browser, 404, false},
+		{"GET", "/ws/nope", browser, 404, false},
+		{"GET", "/ws/terminal/", browser, 404, false},
+		{"GET", "/assets/nope", browser, 404, false},
+		{"GET", "/avatars/", browser, 404, false},
+		{"POST", "/nope", browser, 404, false},
+		{"POST", "/", browser, 405, false},
+	} {
+		h := http.Header{}
+		if c.accept != "" {
+			h.Set("Accept", c.accept)
+		}
+		r := e.Do(apitest.Request{Method: c.method, Path: c.path, Header: h})
+		ct := r.Header.Get("Content-Type")
+		name := c.method + " " + c.path + " Accept " + c.accept
+		if r.Status != c.status {
+			t.Errorf("%s: status %d, want %d", name, r.Status, c.status)
+		}
+		if !c.html {
+			if !strings.HasPrefix(ct, "application/json") || !bytes.Contains(r.Body, []byte(`"detail"`)) {
+				t.Errorf("%s: %q %s, want the JSON error", name, ct, r.Body)
+			}
+			continue
+		}
+		if ct != "text/html; charset=utf-8" {
+			t.Errorf("%s: Content-Type %q", name, ct)
+		}
+		if csp := r.Header.Get("Content-Security-Policy"); csp != web.PageCSP {
+			t.Errorf("%s: CSP %q", name, csp)
+		}
+		if !strings.Contains(r.Header.Get("Vary"), "Accept") {
+			t.Errorf("%s: Vary %q lacks Accept", name, r.Header.Get("Vary"))
+		}
+		if c.method == "GET" && !bytes.Equal(r.Body, shell) {
+			t.Errorf("%s: the body is not the application's shell:\n%s", name, r.Body)
+		}
+	}
+}
+
 var importRe = regexp.MustCompile(`(?m)^\s*import\s+(?:[^"']*?\s+from\s+)?["']([^"']+)["']`)
 
 // TestModulesResolve: every import between the interface's modules names an

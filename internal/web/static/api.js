@@ -1,6 +1,7 @@
 // The JSON API client. The token lives in this tab's sessionStorage: it is
 // sent as a bearer header (never a cookie, so no request can be forged from
 // another site), and it is gone when the tab closes.
+import { learnerWords } from "./words.js";
 const KEY = "tuxlab.token";
 
 export const session = {
@@ -12,7 +13,7 @@ export const session = {
 /** ApiError is a non-2xx answer: status, the readable detail, the body and the response. */
 export class ApiError extends Error {
   constructor(status, detail, body, res) {
-    super(detail);
+    super(learnerWords(detail, status, body)); // words a learner knows (words.js)
     this.status = status;
     this.body = body;
     this.res = res;

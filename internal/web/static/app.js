@@ -28,7 +28,10 @@ const routes = [
 
 let cleanups = [];
 let me = null;
+let myProfile = null; // the signed-in user's profile (name, avatar), for the navigation
 let renderSeq = 0;
+let currentNav;
+let rendered = ""; // the path and query of the page drawn last
 
 /** go navigates to path inside the application. */
 export function go(path, { replace = false } = {}) {
@@ -37,28 +40,45 @@ export function go(path, { replace = false } = {}) {
   render();
 }
 
-/** currentUser returns the signed-in user, loading it once per page load. */
+/** currentUser returns the signed-in user, loading it once per page load,
+ * with the profile's name and avatar for the navigation's profile link. */
 async function currentUser() {
   if (me) return me;
   if (!session.token()) return null;
-  me = await api("GET", "/api/auth/me");
+  const [user, prof] = await Promise.all([api("GET", "/api/auth/me"), api("GET", "/api/profile/me").catch(() => null)]);
+  me = user;
+  myProfile = prof;
   return me;
+}
+
+/** profileLink is the navigation's way to the profile: the avatar (or the
+ * name's initial) and the name, with "Profile" spelt out. */
+function profileLink(active) {
+  const name = (myProfile && myProfile.full_name) || me.username;
+  const pic = myProfile && myProfile.avatar_url
+    ? h("img", { class: "me-pic", src: myProfile.avatar_url, alt: "", width: 28, height: 28 })
+    : h("span", { class: "me-pic none", "aria-hidden": "true" }, name.slice(0, 1).toUpperCase());
+  return h("a", { href: "/profile", class: "me", "aria-current": active === "profile" ? "page" : null },
+    pic, h("span", { class: "me-text" }, h("span", { class: "me-name wide-only" }, name), h("span", { class: "me-sub" }, "Profile")));
 }
 
 function drawNav(active) {
   const nav = document.getElementById("nav");
   const link = (href, key, text) => h("a", { href, "aria-current": active === key ? "page" : null }, text);
   if (!me) {
-    clear(nav, link("/signin", "signin", "Sign in"), link("/signup", "signup", "Sign up"), h("a", { href: "/docs" }, "API"));
+    clear(nav, link("/signin", "signin", "Sign in"), link("/signup", "signup", "Sign up"));
     return;
   }
+  // Learners have no use for the API reference; admins find it here and on
+  // the admin page.
+  const admin = me.role === "admin";
   clear(nav,
     link("/", "learn", "Learn"),
     link("/exams", "exams", "Exams"),
     link("/dashboard", "dashboard", "Dashboard"),
-    me.role === "admin" ? link("/admin", "admin", "Admin") : null,
-    link("/profile", "profile", [h("span", { class: "wide-only" }, me.username), h("span", { class: "narrow-only" }, "Profile")]),
-    h("a", { href: "/docs", class: "wide-only" }, "API"),
+    admin ? link("/admin", "admin", "Admin") : null,
+    admin ? h("a", { href: "/docs", class: "wide-only" }, "API") : null,
+    profileLink(active),
     h("button", { type: "button", class: "linkish wide-only", onclick: signOut }, "Sign out"));
 }
 
@@ -67,6 +87,7 @@ async function render() {
   for (const fn of cleanups.splice(0)) { try { fn(); } catch { /* leaving anyway */ } }
   const main = document.getElementById("main");
   const path = location.pathname;
+  rendered = path + location.search;
   let route, params = [];
   for (const r of routes) {
     const m = path.match(r.re);
@@ -74,8 +95,18 @@ async function render() {
   }
   document.body.classList.toggle("wide", !!(route && route.wide));
   if (!route) {
+    // The server answered this path's shell with 404 (docs/web.md).
+    if (session.token()) await currentUser().catch(() => null);
+    if (seq !== renderSeq) return;
     drawNav();
-    clear(main, h("h1", null, "Page not found"), h("p", null, h("a", { href: "/" }, "Back to the curriculum")));
+    document.title = "Page not found · tuxlab";
+    clear(main, h("div", { class: "not-found" },
+      h("h1", null, "This page does not exist"),
+      h("p", null, "The address may be mistyped, or the page was moved or removed."),
+      h("p", null, h("a", { href: "/", class: "button" }, me ? "Go to your lessons" : "Go to the start page"))));
+    const h1 = main.querySelector("h1");
+    h1.setAttribute("tabindex", "-1");
+    h1.focus({ preventScroll: true });
     return;
   }
   if (route.auth && !session.token()) {
@@ -91,6 +122,7 @@ async function render() {
   }
   if (seq !== renderSeq) return;
   drawNav(route.nav);
+  currentNav = route.nav;
   clear(main, h("p", { class: "loading" }, "Loading…"));
   const ctx = {
     main, params, me, go,
@@ -98,14 +130,21 @@ async function render() {
     title: (t) => { document.title = t ? `${t} · tuxlab` : "tuxlab"; },
     cleanup: (fn) => cleanups.push(fn),
     current: () => seq === renderSeq,
-    signedIn: (user) => { me = user; },
+    signedIn: (user) => {
+      me = user;
+      myProfile = null;
+      api("GET", "/api/profile/me").then((p) => { myProfile = p; if (me) drawNav(currentNav); }).catch(() => {});
+    },
   };
   try {
     await route.page(ctx);
   } catch (e) {
     if (seq !== renderSeq) return;
-    console.error(e);
-    clear(main, h("h1", null, e.status === 404 ? "Not found" : "Something went wrong"), h("p", { class: "error" }, e.message));
+    if (e.status !== 404) console.error(e);
+    clear(main, h("div", { class: "not-found" },
+      h("h1", null, e.status === 404 ? "This page does not exist" : "Something went wrong"),
+      h("p", { class: "error" }, e.message),
+      h("p", null, h("a", { href: "/" }, "Go to your lessons"))));
   }
   if (seq === renderSeq && location.hash) {
     const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
@@ -127,13 +166,28 @@ document.addEventListener("click", (e) => {
   e.preventDefault();
   go(url.pathname + url.search + url.hash);
 });
-window.addEventListener("popstate", render);
+// Back and Forward draw the page again; a link to a fragment of this page
+// (the skip link, a module's anchor) fires popstate too, and only scrolls.
+window.addEventListener("popstate", () => {
+  if (location.pathname + location.search !== rendered) render();
+});
+// The profile page tells the navigation about a new name or avatar.
+window.addEventListener("tuxlab:profile", (e) => {
+  myProfile = e.detail;
+  if (me) drawNav(currentNav);
+});
+// Signing out leaves the page before it revokes the token (signout.js).
+window.addEventListener("tuxlab:leave", () => {
+  for (const fn of cleanups.splice(0)) { try { fn(); } catch { /* leaving anyway */ } }
+});
 window.addEventListener("tuxlab:signout", () => {
   me = null;
+  myProfile = null;
   go("/signin");
 });
 window.addEventListener("tuxlab:signedout", (e) => {
   me = null;
+  myProfile = null;
   toast(e.detail && e.detail !== "Not authenticated" ? `Signed out: ${e.detail}` : "Your session ended: sign in again", "error");
   if (!/^\/sign(in|up)$/.test(location.pathname)) go("/signin?next=" + encodeURIComponent(location.pathname), { replace: true });
 });

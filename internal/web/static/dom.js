@@ -40,8 +40,20 @@ export function rendered(html, { first = false, cls = "prose" } = {}) {
   const el = h("div", { class: cls });
   el.innerHTML = html || "";
   if (first && el.firstElementChild) el.replaceChildren(el.firstElementChild);
+  el.querySelectorAll("pre").forEach((pre) => wideBlocks.observe(pre));
   return el;
 }
+
+/** wideBlocks makes a code block that scrolls sideways (wider than the
+ * screen) focusable, so a keyboard can scroll it too; it follows the block's
+ * width as the window changes, and lets go of a block taken off the page. */
+const wideBlocks = new ResizeObserver((entries) => {
+  for (const { target: pre } of entries) {
+    if (!pre.isConnected) { wideBlocks.unobserve(pre); continue; }
+    if (pre.scrollWidth > pre.clientWidth) pre.setAttribute("tabindex", "0");
+    else pre.removeAttribute("tabindex");
+  }
+});
 
 let toastTimer;
 /** toast shows a short message in the page's live region. */

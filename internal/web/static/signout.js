@@ -6,6 +6,9 @@ import { api, session } from "./api.js";
 /** signOut revokes the token (and older ones), forgets it, and tells the
  * router (event "tuxlab:signout"), which goes to the sign-in page. */
 export async function signOut() {
+  // Leave the page first (event "tuxlab:leave": its terminal closes), so no
+  // open terminal hears of the revoked token and reports it as an error.
+  window.dispatchEvent(new CustomEvent("tuxlab:leave"));
   try { await api("POST", "/api/auth/logout", { noSignOut: true }); } catch { /* gone anyway */ }
   session.clear();
   window.dispatchEvent(new CustomEvent("tuxlab:signout"));

@@ -7,7 +7,8 @@ import { h, clear, toast, fmtDate } from "../dom.js";
 export async function render(ctx) {
   ctx.title("Admin");
   if (ctx.me.role !== "admin") {
-    clear(ctx.main, h("h1", null, "Admin"), h("p", { class: "error" }, "Admin access required."));
+    clear(ctx.main, h("h1", null, "Administration"), h("p", { class: "error" }, "Only an administrator can open this page."),
+      h("p", null, h("a", { href: "/" }, "Go to your lessons")));
     return;
   }
   const stats = await api("GET", "/api/admin/stats");
@@ -21,6 +22,7 @@ export async function render(ctx) {
   const l = stats.learning;
   clear(ctx.main,
     h("h1", null, "Administration"),
+    h("p", { class: "muted" }, "Every route, with Try it out: the ", h("a", { href: "/docs" }, "API reference"), "."),
     h("div", { class: "tiles" },
       tile("Users", stats.users.total, `${stats.users.active} active · ${stats.users.by_role.admin} admin${stats.users.by_role.admin === 1 ? "" : "s"}`),
       tile("Active learners", l.active_users_7d, `7 days · ${l.active_users_30d} in 30`),

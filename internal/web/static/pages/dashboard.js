@@ -3,9 +3,9 @@ import { api } from "../api.js";
 import { h, clear, toast, fmtDate, progressBar } from "../dom.js";
 
 const KINDS = {
-  theme_completed: "Lesson completed", sandbox_created: "Sandbox created", lab_started: "Lab started",
-  lab_checked: "Lab checked", lab_submitted: "Lab submitted", exam_started: "Exam started",
-  exam_submitted: "Exam submitted", profile_updated: "Profile", password_changed: "Password", avatar_changed: "Avatar",
+  theme_completed: "Lesson completed", sandbox_created: "Sandbox created", lab_started: "Laboratory started",
+  lab_checked: "Laboratory checked", lab_submitted: "Laboratory submitted", exam_started: "Exam started",
+  exam_submitted: "Exam submitted", profile_updated: "Profile updated", password_changed: "Password changed", avatar_changed: "Avatar changed",
 };
 const days = (n) => `${n} ${n === 1 ? "day" : "days"}`;
 const duration = (min) => (min < 60 ? `${min} min` : `${Math.floor(min / 60)} h ${String(min % 60).padStart(2, "0")}`);

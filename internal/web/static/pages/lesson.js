@@ -53,7 +53,74 @@ export async function render(ctx) {
   if (!body.querySelector("h1")) left.prepend(h("h1", null, theme.title));
 
   const termBox = h("div", { class: "term-box" });
-  split(ctx, left, termBox);
+  const layout = split(ctx, left, termBox);
   const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say), title: "Your sandbox" }).start();
   ctx.cleanup(() => panel.dispose());
+  codeButtons(body, panel, layout);
+}
+
+/** shells are the code blocks' languages whose text is commands. */
+const shells = new Set(["console", "bash", "sh", "shell", "shell-session"]);
+
+/**
+ * commandsOf returns what a code block asks the learner to type, or "" when
+ * it shows no command. A console block (commands after "$ ", their output
+ * below) gives its commands without the prompt, with "> " continuation lines
+ * (a here-document) kept; a bash or sh block is all commands. Trailing
+ * newlines are dropped: nothing runs until the learner presses Enter.
+ */
+export function commandsOf(code) {
+  const lang = ((code.className || "").match(/language-([\w+-]+)/) || [])[1] || "";
+  const text = code.textContent;
+  if (!shells.has(lang)) return "";
+  if (lang !== "console" && lang !== "shell-session") return text.replace(/\n+$/, "");
+  const out = [];
+  let inCommand = false;
+  for (const line of text.split("\n")) {
+    if (/^\$ /.test(line)) { out.push(line.slice(2)); inCommand = true; }
+    else if (inCommand && /^> ?/.test(line)) out.push(line.replace(/^> ?/, ""));
+    else inCommand = false;
+  }
+  return out.join("\n");
+}
+
+/**
+ * codeButtons gives each code block of the lesson a Copy button (the
+ * commands of a console block, else its text) and, for a block of commands,
+ * "Run in terminal", which types them into the shell beside the lesson; the
+ * learner reads them at the prompt and presses Enter (docs/web.md).
+ */
+function codeButtons(body, panel, layout) {
+  body.querySelectorAll("pre > code").forEach((code, i) => {
+    const pre = code.parentElement;
+    const cmds = commandsOf(code);
+    const copyText = cmds || code.textContent.replace(/\n+$/, "");
+    const what = cmds ? "commands" : "text";
+    const said = h("span", { class: "sr", role: "status" });
+    const copyBtn = h("button", { type: "button", class: "small ghost", "aria-label": `Copy the ${what}: code block ${i + 1}` }, "Copy");
+    copyBtn.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(copyText);
+      } catch {
+        toast("The browser refused the clipboard: select the text and copy it", "error");
+        return;
+      }
+      copyBtn.textContent = "Copied ✓";
+      copyBtn.dataset.state = "copied";
+      said.textContent = "Copied";
+      setTimeout(() => { copyBtn.textContent = "Copy"; delete copyBtn.dataset.state; said.textContent = ""; }, 2000);
+    });
+    const runBtn = cmds ? h("button", { type: "button", class: "small ghost", "aria-label": `Run in terminal: code block ${i + 1}` }, "Run in terminal") : null;
+    runBtn?.addEventListener("click", () => {
+      if (!panel.isOpen()) { toast("The terminal is not connected yet: wait for its prompt", "error"); return; }
+      layout.show(1); // on a phone the terminal is the other tab
+      if (typeof panel.typeText === "function") panel.typeText(cmds);
+      else panel.term.paste(cmds);
+      panel.focus();
+      toast("Typed into the terminal: press Enter to run it");
+    });
+    const wrap = h("div", { class: "code-block" });
+    pre.replaceWith(wrap);
+    wrap.append(h("div", { class: "code-tools" }, copyBtn, runBtn, said), pre);
+  });
 }

@@ -17,6 +17,7 @@ export async function render(ctx) {
       : h("div", { class: "avatar none", "aria-label": "No avatar" }, (p.full_name || p.username).slice(0, 1).toUpperCase()));
     removeBtn.hidden = !p.avatar_url;
     nameEl.textContent = p.full_name || p.username;
+    window.dispatchEvent(new CustomEvent("tuxlab:profile", { detail: p })); // the navigation's profile link
   }
   fileInput.addEventListener("change", async () => {
     const f = fileInput.files[0];

@@ -1,7 +1,7 @@
 // tuxlab's browser interface: a router over the page modules, the navigation
 // bar and the session. Every page is a function that fills <main> and may
 // register cleanups (closing a terminal) that run when the learner leaves.
-import { api, session } from "./api.js";
+import { api } from "./api.js";
 import { h, clear, toast } from "./dom.js";
 import * as authPages from "./pages/auth.js";
 import * as curriculum from "./pages/curriculum.js";
@@ -37,11 +37,17 @@ export function go(path, { replace = false } = {}) {
   render();
 }
 
-/** currentUser returns the signed-in user, loading it once per page load. */
+/** currentUser returns the signed-in user, loading it once per page load
+ * (the session cookie says nothing to scripts: /api/auth/me answers 200 or
+ * 401), or null when nobody is signed in. */
 async function currentUser() {
   if (me) return me;
-  if (!session.token()) return null;
-  me = await api("GET", "/api/auth/me");
+  try {
+    me = await api("GET", "/api/auth/me", { noSignOut: true });
+  } catch (e) {
+    if (e.status === 401) return null;
+    throw e;
+  }
   return me;
 }
 
@@ -78,18 +84,19 @@ async function render() {
     clear(main, h("h1", null, "Page not found"), h("p", null, h("a", { href: "/" }, "Back to the curriculum")));
     return;
   }
-  if (route.auth && !session.token()) {
-    go("/signin?next=" + encodeURIComponent(path + location.search), { replace: true });
-    return;
-  }
+  let user;
   try {
-    await currentUser();
+    user = await currentUser();
   } catch (e) {
-    if (!session.token()) return; // signed out by the 401 handler
+    if (seq !== renderSeq) return;
     clear(main, h("p", { class: "error" }, e.message));
     return;
   }
   if (seq !== renderSeq) return;
+  if (route.auth && !user) {
+    go("/signin?next=" + encodeURIComponent(path + location.search), { replace: true });
+    return;
+  }
   drawNav(route.nav);
   clear(main, h("p", { class: "loading" }, "Loading…"));
   const ctx = {

@@ -121,7 +121,7 @@ export class TerminalPanel {
     this.nameEl.textContent = `${c.name} #${c.id}`;
     try { this.fit.fit(); } catch { /* keep the last size */ }
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const q = new URLSearchParams({ token: session.token() || "", cols: this.term.cols, rows: this.term.rows });
+    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows }); // the browser sends the session cookie
     const ws = new WebSocket(`${proto}//${location.host}${c.terminal_url}?${q}`);
     ws.binaryType = "arraybuffer";
     this.ws = ws;

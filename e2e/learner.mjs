@@ -329,6 +329,14 @@ await step("/docs with Try it out and Authorize", async () => {
   expect(status.startsWith("200"), `Try it out on /api/auth/me answered ${status} (the session cookie should authorize it)`);
   await page.locator(".swagger-ui .opblock.is-open .live-responses-table").scrollIntoViewIfNeeded();
   await shot("docs-try-it-out");
+  // A request that changes something carries the CSRF proof (docs.js's interceptor).
+  await page.click('.swagger-ui .opblock-delete .opblock-summary-path[data-path="/api/profile/avatar"]');
+  const del = ".swagger-ui .opblock-delete.is-open";
+  await page.click(`${del} .try-out__btn`);
+  await page.click(`${del} .execute`);
+  await page.waitForSelector(`${del} .live-responses-table .response-col_status`);
+  const deleted = (await page.textContent(`${del} .live-responses-table .response .response-col_status`)).trim();
+  expect(deleted.startsWith("200"), `Try it out on DELETE /api/profile/avatar answered ${deleted} (the CSRF proof should go with it)`);
 });
 
 await step("a phone's screen", async () => {

@@ -44,8 +44,8 @@ func credentialsOf(r *http.Request, socketRoute bool) credentials {
 		return credentials{token: bearerToken(r)}
 	}
 	if socketRoute {
-		if q := r.URL.Query(); q.Has("token") {
-			return credentials{token: q.Get("token")}
+		if t := r.URL.Query().Get("token"); t != "" { // "token=" names nothing
+			return credentials{token: t}
 		}
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {

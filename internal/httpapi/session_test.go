@@ -226,7 +226,8 @@ func TestTerminalSessionCookie(t *testing.T) {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path, &websocket.DialOptions{HTTPHeader: b.header(origin, false)})
+			// An empty token parameter (a page from before the cookie) names no credential.
+			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path+"?token=&cols=80", &websocket.DialOptions{HTTPHeader: b.header(origin, false)})
 			if err != nil {
 				t.Fatal(err)
 			}

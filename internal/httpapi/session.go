@@ -70,7 +70,7 @@ func unsafeMethod(method string) bool {
 // browser does), and an unsafe method must carry the CSRF proof of the
 // token the cookie holds.
 func (s *Server) checkCookieRequest(r *http.Request, token string, socketRoute bool) error {
-	if !s.sameSite(r) || socketRoute && r.Header.Get("Origin") == "" {
+	if !s.fromOwnPages(r) || socketRoute && r.Header.Get("Origin") == "" {
 		return errCrossSite
 	}
 	if unsafeMethod(r.Method) && !s.auth.CheckCSRFProof(token, r.Header.Get(csrfHeader)) {
@@ -79,10 +79,10 @@ func (s *Server) checkCookieRequest(r *http.Request, token string, socketRoute b
 	return nil
 }
 
-// sameSite reports whether r may come with the session cookie: its Origin
+// fromOwnPages reports whether r may come with the session cookie: its Origin
 // is this site or one listed in TUXLAB_CORS_ORIGINS; without an Origin, a
 // browser does not say Sec-Fetch-Site: cross-site.
-func (s *Server) sameSite(r *http.Request) bool {
+func (s *Server) fromOwnPages(r *http.Request) bool {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		return s.sameOrigin(r, origin) || s.originListed(origin)
 	}

@@ -75,7 +75,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if cookie && !s.sameSite(r) {
+	if cookie && !s.fromOwnPages(r) {
 		return errCrossSite // nobody signs a browser in from another site
 	}
 	var req loginRequest

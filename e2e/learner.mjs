@@ -115,9 +115,15 @@ await step("sign up", async () => {
   await page.click('button[type="submit"]');
   await page.waitForSelector(".modules .module");
   expect(new URL(page.url()).pathname === "/", `after sign-up the page is ${page.url()}`);
-  const token = await page.evaluate(() => sessionStorage.getItem("tuxlab.token"));
-  expect(token && token.split(".").length === 3, "no token in sessionStorage");
-  expect((await context.cookies()).length === 0, "the interface set a cookie");
+  // The session is an HttpOnly cookie: no script of the page can read the token.
+  const cookies = Object.fromEntries((await context.cookies()).map((c) => [c.name, c]));
+  const s = cookies.tuxlab_session;
+  expect(s && s.value.split(".").length === 3 && s.httpOnly && s.sameSite === "Strict" && s.path === "/",
+    `the session cookie is ${JSON.stringify(s)}`);
+  expect(cookies.tuxlab_csrf && !cookies.tuxlab_csrf.httpOnly, "no readable CSRF cookie");
+  const seen = await page.evaluate(() => ({ cookie: document.cookie, stored: JSON.stringify({ ...sessionStorage, ...localStorage }) }));
+  expect(!seen.cookie.includes("tuxlab_session") && !seen.cookie.includes(s.value) && !seen.stored.includes(s.value),
+    "a script of the page can read the token");
   await shot("curriculum");
   await check("curriculum");
 });
@@ -272,9 +278,12 @@ await step("a stopped sandbox starts again; a dropped socket reconnects", async 
   // The idle stop stops a sandbox under an open terminal: the shell ends, and
   // Enter starts the sandbox again, files and all.
   const id = await page.getAttribute(".term", "data-container-id");
-  const status = await page.evaluate(async (id) => (await fetch(`/api/containers/${id}/stop`, {
-    method: "POST", headers: { Authorization: "Bearer " + sessionStorage.getItem("tuxlab.token") } })).status, id);
-  expect(status === 200, `stopping the sandbox answered ${status}`);
+  const status = await page.evaluate(async (id) => {
+    const csrf = document.cookie.split("; ").find((c) => c.startsWith("tuxlab_csrf=")).slice("tuxlab_csrf=".length);
+    const stop = (headers) => fetch(`/api/containers/${id}/stop`, { method: "POST", headers, credentials: "same-origin" });
+    return [(await stop({})).status, (await stop({ "X-CSRF-Token": csrf })).status];
+  }, id);
+  expect(status[0] === 403 && status[1] === 200, `stopping the sandbox answered ${status} (403 without the CSRF proof, 200 with it)`);
   await page.waitForSelector('.term[data-state="exited"]');
   await waitScreen(/press Enter for a new one/);
   await page.click(".term-host .xterm-screen");
@@ -358,6 +367,15 @@ await step("take an exam against its timer", async () => {
   expect(await page.$$eval(".question > .prose p", (els) => els.length) > 0, "the prompts are not rendered Markdown");
   expect(await page.$$eval(".q-result .prose p", (els) => els.length) > 0, "no explanation rendered from explanation_html");
   await shot("exam-results");
+});
+
+let tab;
+await step("a second tab is still signed in", async () => {
+  tab = await context.newPage();
+  await tab.goto(base + "/dashboard");
+  await tab.waitForSelector(".tiles .tile");
+  expect(new URL(tab.url()).pathname === "/dashboard", `the second tab is at ${tab.url()}`);
+  expect(await tab.isVisible("nav >> text=Sign out"), "the second tab is not signed in");
 });
 
 await step("dashboard", async () => {
@@ -453,9 +471,17 @@ await step("/docs with Try it out and Authorize", async () => {
   await page.click(".swagger-ui .opblock.is-open .execute");
   await page.waitForSelector(".swagger-ui .opblock.is-open .live-responses-table .response-col_status");
   const status = (await page.textContent(".swagger-ui .opblock.is-open .live-responses-table .response .response-col_status")).trim();
-  expect(status.startsWith("200"), `Try it out on /api/auth/me answered ${status} (the tab's token should authorize it)`);
+  expect(status.startsWith("200"), `Try it out on /api/auth/me answered ${status} (the session cookie should authorize it)`);
   await page.locator(".swagger-ui .opblock.is-open .live-responses-table").scrollIntoViewIfNeeded();
   await shot("docs-try-it-out");
+  // A request that changes something carries the CSRF proof (docs.js's interceptor).
+  await page.click('.swagger-ui .opblock-delete .opblock-summary-path[data-path="/api/profile/avatar"]');
+  const del = ".swagger-ui .opblock-delete.is-open";
+  await page.click(`${del} .try-out__btn`);
+  await page.click(`${del} .execute`);
+  await page.waitForSelector(`${del} .live-responses-table .response-col_status`);
+  const deleted = (await page.textContent(`${del} .live-responses-table .response .response-col_status`)).trim();
+  expect(deleted.startsWith("200"), `Try it out on DELETE /api/profile/avatar answered ${deleted} (the CSRF proof should go with it)`);
 });
 
 await step("a phone's screen", async () => {
@@ -512,11 +538,23 @@ if (process.env.TUXLAB_E2E_IDLE_WARNING) {
   });
 }
 
+await step("signing out in one tab signs every tab out", async () => {
+  await page.goto(base + "/dashboard");
+  await page.waitForSelector(".tiles .tile");
+  await page.click("text=Sign out");
+  await page.waitForURL(/\/signin/);
+  expect(!(await context.cookies()).some((c) => c.name === "tuxlab_session"), "the session cookie outlived the sign-out");
+  // The other tab still shows the dashboard; its next navigation lands on sign-in.
+  await tab.click('nav a[href="/profile"]');
+  await tab.waitForURL(/\/signin/);
+  await tab.waitForSelector("form h1");
+  await tab.close();
+});
+
 if (process.env.TUXLAB_E2E_ADMIN) {
   await step("admin page", async () => {
     const [name, pass] = process.env.TUXLAB_E2E_ADMIN.split(":");
-    await page.click("text=Sign out");
-    await page.waitForURL(/\/signin/);
+    await page.goto(base + "/signin");
     await page.fill('input[name="username"]', name);
     await page.fill('input[name="password"]', pass);
     await page.click('button[type="submit"]');

@@ -36,6 +36,10 @@ type ctxKey struct{}
 type requestState struct {
 	id   string     // the request id, sent back in X-Request-ID and logged
 	user *auth.User // the authenticated caller, set by wrap on non-public routes
+	// token is the caller's access token and viaCookie whether it came in
+	// the session cookie (set with user).
+	token     string
+	viaCookie bool
 }
 
 // stateOf returns the state of the request ctx belongs to (empty outside one).

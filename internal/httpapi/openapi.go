@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -37,8 +38,9 @@ const (
 	requiredText          // Markdown body is required
 )
 
-// param is a query parameter.
+// param is a query parameter, or a header one when in is "header".
 type param struct {
+	in       string // "" for "query"
 	name     string
 	schema   map[string]any
 	required bool
@@ -181,10 +183,13 @@ var (
 	docRegister = op{tag: "auth", summary: "Register a student account", body: "RegisterRequest", status: 201, result: "User",
 		errors: []int{409, 429}, desc: "409 `Username already registered` or `Email already registered`. 422 lists every invalid field, including e-mail domains that cannot receive mail (.test, .invalid, .localhost, .local, example.com...). Rate limited per client IP."}
 	docLogin = op{tag: "auth", summary: "Log in and get a bearer token", body: "LoginRequest", status: 200, result: "Token",
-		errors: []int{401, 403, 429, 503}, desc: "401 for an unknown user or a wrong password alike; 403 `User account is inactive`. Rate limited per client IP and per username (429 with Retry-After)."}
+		errors: []int{401, 403, 429, 503}, desc: "401 for an unknown user or a wrong password alike; 403 `User account is inactive`. Rate limited per client IP and per username (429 with Retry-After). " +
+			"With `X-Tuxlab-Session: cookie` (the web interface) the answer also sets the browser session: the token in the HttpOnly cookie `tuxlab_session` and its CSRF proof in the readable cookie `tuxlab_csrf` (both SameSite=Strict, Path=/, Max-Age the token's lifetime, Secure over HTTPS and in production); such a login from another site's page is 403.",
+		params: []param{{in: "header", name: sessionHeader, schema: map[string]any{"const": "cookie"},
+			desc: "`cookie`: also set the browser session cookies (see cookieAuth)."}}}
 	docMe     = op{tag: "auth", summary: "The calling user", status: 200, result: "User"}
 	docLogout = op{tag: "auth", summary: "Log out: revoke this token and every one issued before it", status: 200, result: "Message",
-		desc: "A stolen token is cut off by logging out (or changing the password). Log in again for a new token. Logging out ends the account's sessions on every device."}
+		desc: "A stolen token is cut off by logging out (or changing the password). Log in again for a new token. Logging out ends the account's sessions on every device, every tab and terminal, and clears the session cookies (Max-Age=0)."}
 
 	docAdminListUsers = op{tag: "admin", summary: "List users, paginated", status: 200, result: "UserList", paged: true,
 		params: append([]param{{name: "role", schema: roleSchema, desc: "Only users with this role."}}, pageParams...)}
@@ -247,7 +252,7 @@ var (
 	docDeleteContainer = op{tag: "sandboxes", summary: "Delete a sandbox and its container", status: 200, result: "Deleted", errors: []int{404, 503}}
 	docTerminal        = op{tag: "sandboxes", summary: "Terminal WebSocket: a shell with a TTY in the caller's running sandbox", status: 101, errors: []int{401, 403, 404, 409, 426, 503},
 		params: []param{
-			{name: "token", schema: strSchema, required: true, desc: "The access token (browsers cannot set headers on WebSockets)."},
+			{name: "token", schema: strSchema, desc: "The access token, for clients that can set no header and hold no session cookie. The web interface sends none: its browser sends the session cookie on the handshake, which is then refused (4403) unless its Origin is this site or one listed in TUXLAB_CORS_ORIGINS."},
 			{name: "cols", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 80}, desc: "Initial width: the terminal has it before the shell starts."},
 			{name: "rows", schema: map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 24}, desc: "Initial height."},
 			{name: "session", schema: strSchema, desc: "The id of a terminal session of the caller's on this sandbox (from its session message): reattach to that shell, its output replayed. An unknown, ended or foreign id opens a new shell."},
@@ -301,6 +306,11 @@ func (rt route) responseCodes() []int {
 	return out
 }
 
+// cookieAuthDesc describes the browser session as a security scheme.
+const cookieAuthDesc = "The web interface's session: `POST /api/auth/login` with `X-Tuxlab-Session: cookie` sets the access token in this HttpOnly, SameSite=Strict cookie, which the browser then sends by itself. " +
+	"A bearer header, when sent, is used instead. Requests authenticated by the cookie must come from this site's pages (an `Origin` of this host or one listed in TUXLAB_CORS_ORIGINS, never through `*`; no `Sec-Fetch-Site: cross-site`), " +
+	"and every POST, PUT, PATCH and DELETE must carry the header `X-CSRF-Token` with the value of the readable cookie `tuxlab_csrf`: otherwise 403. `POST /api/auth/logout` clears both cookies."
+
 // openAPIDocument renders the route table as an OpenAPI 3.1 document.
 func (s *Server) openAPIDocument() []byte {
 	paths := map[string]map[string]any{}
@@ -315,7 +325,7 @@ func (s *Server) openAPIDocument() []byte {
 		}
 		o["security"] = []any{} // public: no token
 		if rt.access != public {
-			o["security"] = []any{map[string]any{"bearer": []string{}}}
+			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookieAuth": []string{}}}
 		}
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(rt.path, -1) {
@@ -329,7 +339,7 @@ func (s *Server) openAPIDocument() []byte {
 			params = append(params, pm)
 		}
 		for _, p := range rt.doc.params {
-			pm := map[string]any{"name": p.name, "in": "query", "required": p.required, "schema": p.schema}
+			pm := map[string]any{"name": p.name, "in": cmp.Or(p.in, "query"), "required": p.required, "schema": p.schema}
 			if p.desc != "" {
 				pm["description"] = p.desc
 			}
@@ -398,8 +408,11 @@ func (s *Server) openAPIDocument() []byte {
 		},
 		"paths": paths,
 		"components": map[string]any{
-			"schemas":         schemas,
-			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
+			"schemas": schemas,
+			"securitySchemes": map[string]any{
+				"bearer":     map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+				"cookieAuth": map[string]any{"type": "apiKey", "in": "cookie", "name": sessionCookie, "description": cookieAuthDesc},
+			},
 		},
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")

@@ -103,6 +103,9 @@ func (s *Server) handleChangePassword(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return errs.In("body", err)
 	}
+	if stateOf(r.Context()).viaCookie {
+		s.setSessionCookies(w, r, token) // the old cookie's token no longer works
+	}
 	writeJSON(w, http.StatusOK, passwordChangedResponse{Detail: "Password changed", AccessToken: token, TokenType: "bearer"})
 	return nil
 }

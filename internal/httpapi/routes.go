@@ -15,6 +15,11 @@ const (
 	public access = iota // anyone
 	user                 // any active user with a valid token
 	admin                // active admins only
+	// socket is user for a WebSocket route: the token may also come in the
+	// query string (browsers cannot set headers on a WebSocket), any Origin
+	// must be this site or an allowed one, and a refused WebSocket upgrade
+	// is told after the upgrade, where a browser can read it.
+	socket
 )
 
 // handler serves one route; an error it returns goes through writeError.
@@ -59,7 +64,7 @@ func (s *Server) coreRoutes() []route {
 		{"POST", "/api/containers/{id}/start", user, s.containerAction(s.handleStartContainer), docStartContainer},
 		{"POST", "/api/containers/{id}/stop", user, s.containerAction(s.handleStopContainer), docStopContainer},
 		{"DELETE", "/api/containers/{id}", user, s.handleDeleteContainer, docDeleteContainer},
-		{"GET", "/ws/terminal/{container_id}", public, s.handleTerminal, docTerminal},
+		{"GET", "/ws/terminal/{container_id}", socket, s.handleTerminal, docTerminal},
 
 		// Exams
 		{"GET", "/api/exams", public, s.handleExams, docExams},
@@ -118,30 +123,35 @@ func (s *Server) coreRoutes() []route {
 }
 
 // wrap applies the route's access rule (the contract's per-request checks in
-// order) and turns a returned error into the contract's error shape.
+// order, see authenticate) and turns a returned error into the contract's
+// error shape.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rt.access != public {
-			u, err := s.auth.Authenticate(r.Context(), bearerToken(r))
-			if err != nil {
+			var err error
+			if r, err = s.authenticate(r, rt); err != nil {
+				if rt.access == socket && isWebSocketUpgrade(r) {
+					s.refuseUpgrade(w, r, err)
+					return
+				}
 				s.writeError(w, r, err)
 				return
 			}
-			if rt.access == admin && u.Role != auth.RoleAdmin {
-				s.writeError(w, r, auth.ErrAdminRequired)
-				return
-			}
-			st, ok := r.Context().Value(ctxKey{}).(*requestState)
-			if !ok { // served without observe, as some tests do
-				st = &requestState{}
-				r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
-			}
-			st.user = u
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// requestStateOf returns r's state, and r with a state in its context when
+// it was served without observe, as some tests do.
+func requestStateOf(r *http.Request) (*requestState, *http.Request) {
+	if st, ok := r.Context().Value(ctxKey{}).(*requestState); ok {
+		return st, r
+	}
+	st := &requestState{}
+	return st, r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 }
 
 // bearerToken returns the token of an "Authorization: Bearer" header, or "".

@@ -269,8 +269,9 @@ func (s *Server) handleDeleteContainer(w http.ResponseWriter, r *http.Request) e
 }
 
 // handleTerminal serves the terminal WebSocket. Every check comes before the
-// shell starts: the Origin, the query, the token (from the query: browsers
-// cannot set headers on WebSockets), ownership (404), a running sandbox
+// shell starts: wrap has checked the Origin and the caller (from a bearer
+// header, the token query parameter or the session cookie; see
+// authenticate), this checks the query, ownership (404), a running sandbox
 // (409) and a free place. A browser sees nothing of a refused upgrade (only
 // close code 1006), so a WebSocket upgrade is accepted first and told a
 // failure as a control message and close code (terminal.Refuse); any other
@@ -284,7 +285,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		adm.release()
 		return errUpgradeRequired
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // admitTerminal checks the Origin
+	conn, err := s.acceptTerminal(w, r)
 	if err != nil {
 		return nil // Accept has answered the client
 	}
@@ -294,7 +295,8 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if adm.session != "" {
-		owner := terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, adm.c)}
+		st := stateOf(r.Context())
+		owner := terminal.Owner{UserID: st.user.ID, Check: s.stillAllowed(st.token, adm.c)}
 		if s.terminals.Attach(r.Context(), conn, adm.session, adm.c.ID, owner, adm.cols, adm.rows) {
 			return nil
 		}
@@ -310,8 +312,29 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		s.refuseTerminal(r, conn, err)
 		return nil
 	}
-	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: adm.user.ID, Check: s.stillAllowed(adm.token, c)}, adm.release)
+	st := stateOf(r.Context())
+	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: st.user.ID, Check: s.stillAllowed(st.token, c)}, adm.release)
 	return nil
+}
+
+// acceptTerminal upgrades a terminal request to a WebSocket. The Origin was
+// checked before (authenticate: this site, an allowed one, and for the
+// session cookie never "*"), so that a refusal reaches the browser after
+// the upgrade; coder/websocket's own check, which would refuse before the
+// upgrade, is therefore off.
+func (s *Server) acceptTerminal(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+	return websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+}
+
+// refuseUpgrade answers a terminal upgrade that failed authentication: the
+// upgrade is accepted and the failure told as the error message and close
+// code 4000+status of docs/terminal.md.
+func (s *Server) refuseUpgrade(w http.ResponseWriter, r *http.Request, err error) {
+	conn, aerr := s.acceptTerminal(w, r)
+	if aerr != nil {
+		return // Accept has answered the client
+	}
+	s.refuseTerminal(r, conn, err)
 }
 
 var errUpgradeRequired = errs.E(errs.UpgradeRequired, "This is a WebSocket: connect with a WebSocket client (Upgrade: websocket)")
@@ -336,20 +359,15 @@ func headerHasToken(h http.Header, name, token string) bool {
 // terminalAdmission is a terminal request that passed every check, holding
 // a place on its sandbox until release.
 type terminalAdmission struct {
-	user       *auth.User
-	token      string
 	c          *sandbox.Container
 	cols, rows uint
 	session    string // an open session of the user's on this sandbox to attach to; "" for a new shell
 	release    func() // gives back the place taken for a new shell (a no-op when attaching)
 }
 
-// admitTerminal runs a terminal request's checks in the order of
-// docs/terminal.md's table.
+// admitTerminal runs a terminal request's checks after authentication in
+// the order of docs/terminal.md's table.
 func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
-	if origin := r.Header.Get("Origin"); origin != "" && !s.sameOrigin(r, origin) && !s.originAllowed(origin) {
-		return nil, errs.E(errs.Forbidden, "Origin not allowed")
-	}
 	id, err := pathID(r, "container_id")
 	if err != nil {
 		return nil, err
@@ -360,22 +378,17 @@ func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	if err := q.err(); err != nil {
 		return nil, err
 	}
-	token := r.URL.Query().Get("token")
-	u, err := s.auth.Authenticate(r.Context(), token)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.sandboxes.Get(r.Context(), actor.Actor{UserID: u.ID, Role: u.Role}, id)
+	c, err := s.sandboxes.Get(r.Context(), callerOf(r), id)
 	if err != nil {
 		return nil, err // 404 before saying anything about terminals
 	}
 	if c.Status != sandbox.StatusRunning {
 		return nil, sandbox.ErrNotRunning
 	}
-	adm := &terminalAdmission{user: u, token: token, c: c, cols: uint(cols), rows: uint(rows), release: func() {}}
+	adm := &terminalAdmission{c: c, cols: uint(cols), rows: uint(rows), release: func() {}}
 	// A session of the user's on this sandbox keeps its place; any other id
 	// (unknown, ended, another user's or sandbox's) is a new shell.
-	if sid := r.URL.Query().Get("session"); sid != "" && s.terminals.Has(sid, u.ID, c.ID) {
+	if sid := r.URL.Query().Get("session"); sid != "" && s.terminals.Has(sid, stateOf(r.Context()).user.ID, c.ID) {
 		adm.session = sid
 		return adm, nil
 	}

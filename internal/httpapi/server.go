@@ -63,6 +63,9 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// SecureCookies marks the session cookies Secure on every request
+	// (production); otherwise only on requests that came over HTTPS.
+	SecureCookies bool
 	// AccessLogLevel is the level of the per-request log line (Info by default).
 	AccessLogLevel slog.Level
 	// UI, when set, serves the pages, /docs and their assets.
@@ -85,6 +88,7 @@ type Server struct {
 	corsOrigins    []string
 	trustedProxies []netip.Prefix
 	metricsToken   string
+	secureCookies  bool
 	maxBody        int64
 	accessLogLevel slog.Level
 
@@ -100,7 +104,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{
 		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, db: d.DB, log: d.Log, version: d.Version,
-		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, accessLogLevel: d.AccessLogLevel,
+		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(),
 	}
 	if s.maxBody <= 0 {

@@ -72,6 +72,13 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error)
 	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
 		return err
 	}
+	cookie, err := wantsSessionCookie(r)
+	if err != nil {
+		return err
+	}
+	if cookie && !s.fromOwnPages(r) {
+		return errCrossSite // nobody signs a browser in from another site
+	}
 	var req loginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -86,6 +93,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error)
 	if err != nil {
 		return err
 	}
+	if cookie {
+		s.setSessionCookies(w, r, token)
+	}
 	writeJSON(w, http.StatusOK, tokenResponse{AccessToken: token, TokenType: "bearer"})
 	return nil
 }
@@ -95,11 +105,13 @@ func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// handleLogout revokes the caller's tokens: this one and every one issued before.
+// handleLogout revokes the caller's tokens: this one and every one issued
+// before, the session cookie's included, and clears the session cookies.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
 	if err := s.auth.Logout(r.Context(), currentUser(r).ID); err != nil {
 		return err
 	}
+	s.clearSessionCookies(w, r)
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Logged out: this token and every older one are revoked"})
 	return nil
 }

@@ -1,14 +1,26 @@
-// The JSON API client. The token lives in this tab's sessionStorage: it is
-// sent as a bearer header (never a cookie, so no request can be forged from
-// another site), and it is gone when the tab closes.
+// The JSON API client. The session is a cookie the server sets at sign-in
+// (HttpOnly: no script here can read the token, so neither can an injected
+// one) and the browser sends with every same-origin request, in every tab.
+// Requests that change something also carry the CSRF proof, which the server
+// hands out in the readable cookie tuxlab_csrf: another site can make a
+// browser send the cookie, but it cannot read the proof (docs/web.md).
 import { learnerWords } from "./words.js";
-const KEY = "tuxlab.token";
+
+/** cookie returns the value of the readable cookie name, or "". */
+function cookie(name) {
+  for (const part of document.cookie.split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === name) return decodeURIComponent(v.join("="));
+  }
+  return "";
+}
 
 export const session = {
-  token: () => sessionStorage.getItem(KEY),
-  set: (t) => sessionStorage.setItem(KEY, t),
-  clear: () => { sessionStorage.removeItem(KEY); sessionStorage.removeItem("tuxlab.me"); },
+  /** csrf is the proof unsafe requests carry (X-CSRF-Token). */
+  csrf: () => cookie("tuxlab_csrf"),
 };
+
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** ApiError is a non-2xx answer: status, the readable detail, the body and the response. */
 export class ApiError extends Error {
@@ -30,12 +42,12 @@ export function detailText(body, status) {
 
 /**
  * api calls the API. opts: body (sent as JSON, or as is when FormData or a
- * string with a contentType), query (an object), full (return {data, res}).
+ * string with a contentType), query (an object), headers (an object), full
+ * (return {data, res}), noSignOut (a 401 does not end the session here).
  */
 export async function api(method, path, opts = {}) {
-  const headers = new Headers();
-  const token = session.token();
-  if (token) headers.set("Authorization", "Bearer " + token);
+  const headers = new Headers(opts.headers || {});
+  if (UNSAFE.has(method) && session.csrf()) headers.set("X-CSRF-Token", session.csrf());
   let body;
   if (opts.body instanceof FormData) body = opts.body;
   else if (typeof opts.body === "string") { body = opts.body; headers.set("Content-Type", opts.contentType || "text/plain"); }
@@ -48,15 +60,14 @@ export async function api(method, path, opts = {}) {
   }
   let res;
   try {
-    res = await fetch(url, { method, headers, body });
+    res = await fetch(url, { method, headers, body, credentials: "same-origin" });
   } catch (e) {
     throw new ApiError(0, "The server cannot be reached: check your connection", null, null);
   }
   let data = null;
   if ((res.headers.get("Content-Type") || "").includes("application/json")) data = await res.json().catch(() => null);
   if (!res.ok) {
-    if (res.status === 401 && token && !opts.noSignOut) {
-      session.clear();
+    if (res.status === 401 && !opts.noSignOut) {
       window.dispatchEvent(new CustomEvent("tuxlab:signedout", { detail: detailText(data, 401) }));
     }
     throw new ApiError(res.status, detailText(data, res.status), data, res);

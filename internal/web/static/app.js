@@ -1,7 +1,7 @@
 // tuxlab's browser interface: a router over the page modules, the navigation
 // bar and the session. Every page is a function that fills <main> and may
 // register cleanups (closing a terminal) that run when the learner leaves.
-import { api, session } from "./api.js";
+import { api } from "./api.js";
 import { h, clear, toast } from "./dom.js";
 import * as authPages from "./pages/auth.js";
 import * as curriculum from "./pages/curriculum.js";
@@ -40,14 +40,18 @@ export function go(path, { replace = false } = {}) {
   render();
 }
 
-/** currentUser returns the signed-in user, loading it once per page load,
- * with the profile's name and avatar for the navigation's profile link. */
+/** currentUser returns the signed-in user, loading it once per page load
+ * (the session cookie says nothing to scripts: /api/auth/me answers 200 or
+ * 401), with the profile's name and avatar for the navigation's profile
+ * link, or null when nobody is signed in. */
 async function currentUser() {
   if (me) return me;
-  if (!session.token()) return null;
-  const [user, prof] = await Promise.all([api("GET", "/api/auth/me"), api("GET", "/api/profile/me").catch(() => null)]);
-  me = user;
-  myProfile = prof;
+  try {
+    [me, myProfile] = await Promise.all([api("GET", "/api/auth/me", { noSignOut: true }), api("GET", "/api/profile/me", { noSignOut: true }).catch(() => null)]);
+  } catch (e) {
+    if (e.status === 401) return null;
+    throw e;
+  }
   return me;
 }
 
@@ -96,7 +100,7 @@ async function render() {
   document.body.classList.toggle("wide", !!(route && route.wide));
   if (!route) {
     // The server answered this path's shell with 404 (docs/web.md).
-    if (session.token()) await currentUser().catch(() => null);
+    await currentUser().catch(() => null);
     if (seq !== renderSeq) return;
     drawNav();
     document.title = "Page not found · tuxlab";
@@ -109,18 +113,19 @@ async function render() {
     h1.focus({ preventScroll: true });
     return;
   }
-  if (route.auth && !session.token()) {
-    go("/signin?next=" + encodeURIComponent(path + location.search), { replace: true });
-    return;
-  }
+  let user;
   try {
-    await currentUser();
+    user = await currentUser();
   } catch (e) {
-    if (!session.token()) return; // signed out by the 401 handler
+    if (seq !== renderSeq) return;
     clear(main, h("p", { class: "error" }, e.message));
     return;
   }
   if (seq !== renderSeq) return;
+  if (route.auth && !user) {
+    go("/signin?next=" + encodeURIComponent(path + location.search), { replace: true });
+    return;
+  }
   drawNav(route.nav);
   currentNav = route.nav;
   clear(main, h("p", { class: "loading" }, "Loading…"));

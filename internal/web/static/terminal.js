@@ -7,7 +7,6 @@
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
 import { h, toast, fmtClock } from "./dom.js";
-import { session } from "./api.js";
 
 const THEME = {
   background: "#11151c", foreground: "#d8dee9", cursor: "#7ee787", cursorAccent: "#11151c",
@@ -38,10 +37,6 @@ const storage = {
   set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* private mode: no reattaching */ } },
   del: (k) => { try { localStorage.removeItem(k); } catch { /* idem */ } },
 };
-
-// terminalToken is the credential the terminal's URL carries (browsers
-// cannot set headers on a WebSocket).
-function terminalToken() { return session.token() || ""; }
 
 // KEYS are the key bar's buttons: a name for screen readers, a label, and the
 // bytes sent (arrows follow the application's cursor-key mode).
@@ -165,7 +160,7 @@ export class TerminalPanel {
     this.nameEl.textContent = `${c.name} #${c.id}`;
     try { this.fit.fit(); } catch { /* keep the last size */ }
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const q = new URLSearchParams({ token: terminalToken(), cols: this.term.cols, rows: this.term.rows });
+    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows }); // the browser sends the session cookie
     // The shell this sandbox had: the server reattaches to it while it runs.
     this.askedSession = storage.get(sessionKey(c.id));
     if (this.askedSession) q.set("session", this.askedSession);

@@ -1,5 +1,5 @@
 // The profile: avatar upload and removal, name, bio, e-mail, password.
-import { api, session } from "../api.js";
+import { api } from "../api.js";
 import { h, clear, toast } from "../dom.js";
 import { signOut } from "../signout.js";
 
@@ -60,8 +60,8 @@ export async function render(ctx) {
     e.preventDefault();
     perr.textContent = "";
     try {
-      const r = await api("PUT", "/api/profile/password", { body: Object.fromEntries(new FormData(pw)), noSignOut: true });
-      session.set(r.access_token); // tokens from before the change no longer work
+      await api("PUT", "/api/profile/password", { body: Object.fromEntries(new FormData(pw)), noSignOut: true });
+      // The server has set the new token's cookies: the old token no longer works.
       pw.reset();
       toast("Password changed");
     } catch (x) { perr.textContent = x.message; }

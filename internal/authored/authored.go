@@ -235,3 +235,29 @@ func SetRef(dst **int64, v *int64) {
 		*dst = nil
 	}
 }
+
+// File is an item's file as read: where it is, the slug it upserts, the
+// module and template it names, and the Input it becomes once they are ids.
+type File[In any] interface {
+	Source() (path, slug, module, template string)
+	Input(moduleID, templateID int64) In
+}
+
+// Import upserts the items of files by slug as an admin and counts what it
+// did; importing the same files twice changes nothing. A required template
+// is refused when a file names none.
+func Import[T, In any, F File[In]](ctx context.Context, k Kind[T, In], files []F, templateRequired bool) (yamlfile.Counts, error) {
+	var c yamlfile.Counts
+	u := k.Upserter()
+	for _, f := range files {
+		p, slug, module, template := f.Source()
+		moduleID, templateID, err := k.Resolve(ctx, p, module, template, templateRequired)
+		if err != nil {
+			return c, err
+		}
+		if err := u.Upsert(ctx, &c, p, slug, f.Input(moduleID, templateID)); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"tuxlab/internal/authored"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -46,7 +47,7 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 		if f.Template != "" {
 			tmpl = 1 // resolved at import; validation only needs to know there is one
 		}
-		in := f.input(0, tmpl)
+		in := f.Input(0, tmpl)
 		if err := in.apply(&Exam{}); err != nil {
 			problems.Add(p, err)
 			continue
@@ -60,7 +61,8 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 	return files, nil
 }
 
-func (f *File) input(moduleID, templateID int64) Input {
+// Input is the create or update f describes, with its references as ids.
+func (f *File) Input(moduleID, templateID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -82,19 +84,13 @@ func (r ImportReport) String() string {
 
 // Import upserts exams by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
-	var r ImportReport
-	k := s.kind()
-	u := k.Upserter()
-	for _, f := range files {
-		moduleID, templateID, err := k.Resolve(ctx, f.Path, f.Module, f.Template, false)
-		if err != nil {
-			return r, err
-		}
-		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	c, err := authored.Import(ctx, s.kind(), files, false)
+	return ImportReport{c}, err
+}
+
+// Source says where f is and what it names.
+func (f *File) Source() (path, slug, module, template string) {
+	return f.Path, f.Slug, f.Module, f.Template
 }
 
 // Export writes every exam to dir/exams/NN-slug.yaml.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"tuxlab/internal/authored"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -92,7 +93,7 @@ func readFile(fsys fs.FS, p string) (*File, error) {
 	}
 	f.Path = p
 	// Validate now, so a bad file is reported with its path before anything is written.
-	in := f.input(1, 1)
+	in := f.Input(1, 1)
 	if err := in.apply(&Lab{}); err != nil {
 		return nil, err
 	}
@@ -102,8 +103,8 @@ func readFile(fsys fs.FS, p string) (*File, error) {
 	return &f, nil
 }
 
-// input turns a file into the Input of a create or update.
-func (f *File) input(moduleID, templateID int64) Input {
+// Input is the create or update f describes, with its references as ids.
+func (f *File) Input(moduleID, templateID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -123,22 +124,15 @@ func (r ImportReport) String() string {
 	return r.Describe("laboratories")
 }
 
-// Import upserts labs by slug; importing the same files twice changes nothing.
-// A lab's template is required: an empty name is looked up (and refused) too.
+// Import upserts labs (a lab's template is required) by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
-	var r ImportReport
-	k := s.kind()
-	u := k.Upserter()
-	for _, f := range files {
-		moduleID, templateID, err := k.Resolve(ctx, f.Path, f.Module, f.Template, true)
-		if err != nil {
-			return r, err
-		}
-		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	c, err := authored.Import(ctx, s.kind(), files, true)
+	return ImportReport{c}, err
+}
+
+// Source says where f is and what it names.
+func (f *File) Source() (path, slug, module, template string) {
+	return f.Path, f.Slug, f.Module, f.Template
 }
 
 // Export writes every lab into dir, a curriculum the lesson export has just

@@ -141,15 +141,13 @@ func (k Kind[T, In]) checkRefs(ctx context.Context, r Refs) error {
 	return f.Err()
 }
 
-// Same reports whether in would leave old as it is, timestamps aside; its
-// error is a validation problem of in.
+// Same reports whether in would leave old as it is (Apply never touches
+// the timestamps); its error is a validation problem of in.
 func (k Kind[T, In]) Same(old T, in In) (bool, error) {
 	next := k.Copy(old)
 	if err := k.Apply(in, next); err != nil {
 		return false, err
 	}
-	was, now := k.Stamps(old), k.Stamps(next)
-	*now.Created, *now.Updated = *was.Created, *was.Updated
 	return reflect.DeepEqual(old, next), nil
 }
 

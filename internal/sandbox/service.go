@@ -720,9 +720,22 @@ func (s *Service) Touch(ctx context.Context, id int64) (*Container, error) {
 	return s.store.UpdateContainer(ctx, id, func(c *Container) error { c.LastActivityAt = now; return nil })
 }
 
+// idleStop is when sandbox c stops if nothing happens in it, were it running.
+func (s *Service) idleStop(c *Container) time.Time { return c.LastActivityAt.Add(s.opt.IdleTimeout) }
+
+// IdleStopAt is when a running sandbox stops if nothing happens in it;
+// activity moves it. A sandbox not running has none (nil).
+func (s *Service) IdleStopAt(c *Container) *time.Time {
+	if c.Status != StatusRunning {
+		return nil
+	}
+	t := s.idleStop(c)
+	return &t
+}
+
 // Deadline says when a running sandbox will end and why: the idle stop or the lifetime.
 func (s *Service) Deadline(c *Container) (time.Time, string) {
-	idle := c.LastActivityAt.Add(s.opt.IdleTimeout)
+	idle := s.idleStop(c)
 	if c.ExpiresAt.Before(idle) {
 		return c.ExpiresAt, "lifetime"
 	}
@@ -746,7 +759,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 		case !now.Before(c.ExpiresAt):
 			s.opt.Log.Info("removing sandbox at the end of its lifetime", "container_id", c.ID, "user_id", c.UserID)
 			errList = append(errList, s.remove(ctx, c))
-		case c.Status == StatusRunning && !now.Before(c.LastActivityAt.Add(s.opt.IdleTimeout)):
+		case c.Status == StatusRunning && !now.Before(s.idleStop(c)):
 			s.opt.Log.Info("stopping idle sandbox", "container_id", c.ID, "user_id", c.UserID)
 			_, err := s.stop(ctx, c, fmt.Sprintf("Stopped after %s without activity", s.opt.IdleTimeout))
 			errList = append(errList, err)

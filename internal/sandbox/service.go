@@ -198,6 +198,15 @@ type NewContainer struct {
 // MaxNameLen bounds a container name.
 const MaxNameLen = 64
 
+// FitName cuts name to MaxNameLen characters, so that a name made from a
+// title (an exam's, a lab's) is always accepted.
+func FitName(name string) string {
+	if r := []rune(name); len(r) > MaxNameLen {
+		return string(r[:MaxNameLen])
+	}
+	return name
+}
+
 // Create makes a sandbox for the actor and starts it: the answer is a running
 // container, or an error and nothing left behind.
 func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*Container, error) {

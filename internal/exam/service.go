@@ -50,15 +50,7 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 10 * time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 	if o.Perm == nil {
 		o.Perm = rand.Perm
 	}

@@ -58,15 +58,7 @@ func (o *Options) defaults() {
 	if o.SetupTimeout <= 0 {
 		o.SetupTimeout = 60 * time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 }
 
 // Service is the laboratory domain.

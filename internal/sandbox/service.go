@@ -75,15 +75,7 @@ func (o *Options) defaults() {
 	if o.Network == "" {
 		o.Network = "tuxlab-sandbox"
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 }
 
 // Service is the sandbox domain.

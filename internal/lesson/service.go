@@ -182,6 +182,21 @@ func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) 
 	return m, s.store.CreateModule(ctx, m)
 }
 
+// checkNaming validates the title (the field, shown as label) and the slug
+// an update gives, and returns the title trimmed.
+func checkNaming(f *errs.Fields, field, label string, title, slug *string) *string {
+	var trimmed *string
+	if title != nil {
+		checkText(f, []any{field}, label, *title, MaxTitleLen)
+		t := strings.TrimSpace(*title)
+		trimmed = &t
+	}
+	if slug != nil {
+		checkSlug(f, []any{"slug"}, *slug)
+	}
+	return trimmed
+}
+
 func checkDescription(f *errs.Fields, d string) {
 	if len([]rune(d)) > MaxDescriptionLen {
 		f.Add([]any{"description"}, "Description must be at most 2000 characters", "string_too_long")
@@ -195,14 +210,7 @@ func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u M
 	}
 	defer s.changed()
 	var f errs.Fields
-	if u.Title != nil {
-		checkText(&f, []any{"name"}, "Name", *u.Title, MaxTitleLen)
-		t := strings.TrimSpace(*u.Title)
-		u.Title = &t
-	}
-	if u.Slug != nil {
-		checkSlug(&f, []any{"slug"}, *u.Slug)
-	}
+	u.Title = checkNaming(&f, "name", "Name", u.Title, u.Slug)
 	if u.Description != nil {
 		checkDescription(&f, *u.Description)
 	}
@@ -350,14 +358,7 @@ func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u Th
 	}
 	defer s.changed()
 	var f errs.Fields
-	if u.Title != nil {
-		checkText(&f, []any{"title"}, "Title", *u.Title, MaxTitleLen)
-		t := strings.TrimSpace(*u.Title)
-		u.Title = &t
-	}
-	if u.Slug != nil {
-		checkSlug(&f, []any{"slug"}, *u.Slug)
-	}
+	u.Title = checkNaming(&f, "title", "Title", u.Title, u.Slug)
 	if u.OrderIndex != nil {
 		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}

@@ -452,12 +452,9 @@ func (s *Service) legacySandbox(ctx context.Context, a actor.Actor, e *Exam, id 
 // with its exam; another user's is ErrAttemptNotFound. An attempt past its
 // deadline is ended as expired on the way.
 func (s *Service) Attempt(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Exam, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
-	if err != nil {
-		return nil, nil, err
-	}
-	e, err := s.store.FindExamByID(ctx, at.ExamID)
-	return at, e, err
+	return attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Exam, error) {
+		return s.store.FindExamByID(ctx, at.ExamID)
+	})
 }
 
 // Results returns a finished attempt as Attempt does; one still in progress

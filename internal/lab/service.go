@@ -457,12 +457,9 @@ const notChecked = "Not checked: the checks before it used up the time a check m
 // ErrAttemptNotFound. An in-progress attempt past its deadline is ended as
 // expired on the way.
 func (s *Service) Results(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Lab, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := s.store.FindLabByID(ctx, at.LabID)
-	return at, l, err
+	return attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Lab, error) {
+		return s.store.FindLabByID(ctx, at.LabID)
+	})
 }
 
 // What is kept of checks' output, for admins: at most checkOutputCap of each

@@ -6,6 +6,7 @@ package activity
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -59,3 +60,17 @@ type discard struct{}
 
 func (discard) InTx(ctx context.Context, fn func(ctx context.Context) error) error { return fn(ctx) }
 func (discard) Record(context.Context, *Event) error                               { return nil }
+
+// Defaults fills what a domain's options leave unset: the clock (time.Now),
+// the logger (slog.Default) and the activity log (Discard).
+func Defaults(now *func() time.Time, log **slog.Logger, l *Log) {
+	if *now == nil {
+		*now = time.Now
+	}
+	if *log == nil {
+		*log = slog.Default()
+	}
+	if *l == nil {
+		*l = Discard
+	}
+}

@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -55,5 +56,22 @@ func TestFinishAndRelease(t *testing.T) {
 	}
 	if Score(0, 0) != 0 || Score(3, 3) != 100 {
 		t.Fatal("Score edges")
+	}
+}
+
+func TestTally(t *testing.T) {
+	worth := []int{1, 2, 3, 4}
+	passed := []bool{true, false, true, false}
+	results, points := Tally(len(worth), func(i int) (string, int) {
+		if passed[i] {
+			return "pass", worth[i]
+		}
+		return "fail", 0
+	})
+	if want := []string{"pass", "fail", "pass", "fail"}; !slices.Equal(results, want) || points != 4 {
+		t.Errorf("Tally = %v, %d; want %v, 4", results, points, want)
+	}
+	if results, points := Tally(0, func(int) (string, int) { return "", 1 }); len(results) != 0 || points != 0 {
+		t.Errorf("Tally of nothing = %v, %d", results, points)
 	}
 }

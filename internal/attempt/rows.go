@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"tuxlab/internal/actor"
 )
 
 // Record is a domain's attempt type (an exam's or a lab's) through its
@@ -98,6 +100,19 @@ func (r Rows[T, P]) Owned(ctx context.Context, id, userID int64, admin bool) (P,
 		at = r.ended(ctx, at)
 	}
 	return at, nil
+}
+
+// OwnedOf returns attempt id as Rows.Owned does for actor a, with the
+// subject it is an attempt of (an exam, a lab) that subject finds.
+func OwnedOf[T any, P Record[T], S any](ctx context.Context, r Rows[T, P], a actor.Actor, id int64,
+	subject func(context.Context, P) (S, error)) (P, S, error) {
+	var none S
+	at, err := r.Owned(ctx, id, a.UserID, a.IsAdmin())
+	if err != nil {
+		return nil, none, err
+	}
+	sub, err := subject(ctx, at)
+	return at, sub, err
 }
 
 // Claim finds the user's open attempt of a subject (none is noOpen) and

@@ -3,8 +3,11 @@ package attempt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"tuxlab/internal/actor"
 )
 
 // row is a domain attempt for the tests: Attempt and a subject.
@@ -113,5 +116,31 @@ func TestRowsRelease(t *testing.T) {
 	Rows[row, *row]{Store: store, NotFound: errNoRow, Now: time.Now}.Release(context.Background(), 1)
 	if store[1].Status != InProgress || store[1].GradingSince != nil {
 		t.Fatalf("got %+v, want in progress", store[1].Attempt)
+	}
+}
+
+// TestOwnedOf: the attempt comes with its subject for its owner and admins,
+// and neither for another user.
+func TestOwnedOf(t *testing.T) {
+	subject := func(_ context.Context, at *row) (string, error) { return fmt.Sprintf("subject %d", at.Subject), nil }
+	cases := []struct {
+		name    string
+		who     actor.Actor
+		want    string
+		wantErr error
+	}{
+		{"owner", actor.User(1), "subject 7", nil},
+		{"admin", actor.AsAdmin(), "subject 7", nil},
+		{"another user", actor.User(2), "", errNoRow},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store := rowStore{1: {Attempt: Attempt{ID: 1, UserID: 1, Status: InProgress, ExpiresAt: time.Now().Add(time.Hour)}, Subject: 7}}
+			rows := Rows[row, *row]{Store: store, NotFound: errNoRow, Now: time.Now}
+			at, sub, err := OwnedOf(context.Background(), rows, c.who, 1, subject)
+			if !errors.Is(err, c.wantErr) || sub != c.want || (at == nil) != (c.wantErr != nil) {
+				t.Errorf("OwnedOf = %+v, %q, %v; want %q, %v", at, sub, err, c.want, c.wantErr)
+			}
+		})
 	}
 }

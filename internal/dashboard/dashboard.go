@@ -118,12 +118,8 @@ func (d *Dashboard) Stats(ctx context.Context, userID int64, loc *time.Location)
 		return nil, err
 	}
 	for _, m := range modules {
-		p := ModuleProgress{ModuleID: m.ID, Title: m.Title, Total: len(m.Themes)}
-		for _, t := range m.Themes {
-			if _, ok := done[t.ID]; ok {
-				p.Completed++
-			}
-		}
+		mp := lesson.ProgressOf(m, done).Progress
+		p := ModuleProgress{ModuleID: m.ID, Title: m.Title, Completed: mp.Completed, Total: mp.Total}
 		p.Percent = percent(p.Completed, p.Total)
 		st.ThemesCompleted += p.Completed
 		st.ThemesTotal += p.Total

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"tuxlab/internal/actor"
+	"tuxlab/internal/authored"
 	"tuxlab/internal/errs"
-	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
 )
 
@@ -19,9 +19,9 @@ const (
 	MaxOptions       = 20
 	MaxAccept        = 20
 	MaxPromptLen     = 5000
-	MaxTextLen       = 20000
+	MaxTextLen       = authored.MaxTextLen
 	MaxPoints        = 100
-	MaxTimeLimit     = 600
+	MaxTimeLimit     = authored.MaxTimeLimit
 	MaxAttemptsLimit = 100
 	DefaultTimeLimit = 30
 	DefaultPassing   = 70
@@ -54,47 +54,24 @@ type QuestionInput struct {
 
 func (in *Input) apply(e *Exam) error {
 	var f errs.Fields
-	for dst, v := range map[*string]*string{&e.Slug: in.Slug, &e.Title: in.Title, &e.Description: in.Description} {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	for dst, v := range map[**int64]*int64{&e.ModuleID: in.ModuleID, &e.TemplateID: in.TemplateID} {
-		if v != nil {
-			*dst = v
-			if *v == 0 {
-				*dst = nil
-			}
-		}
-	}
-	for dst, v := range map[*int]*int{&e.TimeLimitMinutes: in.TimeLimitMinutes, &e.PassingScore: in.PassingScore, &e.MaxAttempts: in.MaxAttempts} {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	lesson.CheckSlug(&f, []any{"slug"}, e.Slug)
-	lesson.CheckTitle(&f, []any{"title"}, e.Title)
-	if utf8.RuneCountInString(e.Description) > MaxTextLen {
-		f.Add([]any{"description"}, "Text is too long", "string_too_long")
-	}
-	if e.TimeLimitMinutes < 1 || e.TimeLimitMinutes > MaxTimeLimit {
-		f.Add([]any{"time_limit_minutes"}, "Input should be between 1 and 600", "range")
-	}
-	if e.PassingScore < 0 || e.PassingScore > 100 {
-		f.Add([]any{"passing_score"}, "Input should be between 0 and 100", "range")
-	}
+	authored.Set(&e.Slug, in.Slug)
+	authored.Set(&e.Title, in.Title)
+	authored.Set(&e.Description, in.Description)
+	authored.SetRef(&e.ModuleID, in.ModuleID)
+	authored.SetRef(&e.TemplateID, in.TemplateID)
+	authored.Set(&e.TimeLimitMinutes, in.TimeLimitMinutes)
+	authored.Set(&e.PassingScore, in.PassingScore)
+	authored.Set(&e.MaxAttempts, in.MaxAttempts)
+	authored.CheckNames(&f, e.Slug, e.Title, e.Description)
+	authored.CheckLimits(&f, e.TimeLimitMinutes, e.PassingScore)
 	if e.MaxAttempts < 0 || e.MaxAttempts > MaxAttemptsLimit {
 		f.Add([]any{"max_attempts"}, "Input should be between 0 (no limit) and 100", "range")
 	}
 	if in.Questions != nil {
 		e.Questions = mergeQuestions(e.Questions, in.Questions)
 	}
-	switch {
-	case len(e.Questions) == 0:
-		f.Add([]any{"questions"}, "An exam needs at least one question", "too_short")
-	case len(e.Questions) > MaxQuestions:
-		f.Add([]any{"questions"}, "An exam has at most 100 questions", "too_long")
-	}
+	authored.CheckCount(&f, "questions", len(e.Questions), MaxQuestions,
+		"An exam needs at least one question", "An exam has at most 100 questions")
 	for i, q := range e.Questions {
 		if i >= MaxQuestions {
 			break
@@ -217,71 +194,37 @@ func all(xs []int, ok func(int) bool) bool {
 	return true
 }
 
-// checkReferences refuses a module or template that does not exist, naming the field.
-func (s *Service) checkReferences(ctx context.Context, e *Exam) error {
-	var f errs.Fields
-	if e.ModuleID != nil {
-		if _, err := s.store.ModuleSlugByID(ctx, *e.ModuleID); errs.Is(err, errs.NotFound) {
-			f.Add([]any{"module_id"}, "No module with this id", "value_error")
-		} else if err != nil {
-			return err
-		}
+// kind is how exams are authored: the shared create, update, delete and
+// import over this service's store.
+func (s *Service) kind() authored.Kind[*Exam, Input] {
+	return authored.Kind[*Exam, Input]{
+		Names: s.store, Now: s.now,
+		New:   func() *Exam { return &Exam{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing} },
+		Apply: func(in Input, e *Exam) error { return in.apply(e) },
+		Copy: func(e *Exam) *Exam {
+			c := *e
+			c.Questions = append([]*Question(nil), e.Questions...)
+			return &c
+		},
+		ID:       func(e *Exam) int64 { return e.ID },
+		Refs:     func(e *Exam) authored.Refs { return authored.Refs{ModuleID: e.ModuleID, TemplateID: e.TemplateID} },
+		Stamps:   func(e *Exam) authored.Stamps { return authored.Stamps{Created: &e.CreatedAt, Updated: &e.UpdatedAt} },
+		FindByID: s.store.FindExamByID, FindBySlug: s.store.FindExamBySlug, NotFound: ErrExamNotFound,
+		Insert: s.store.CreateExam, Save: s.store.UpdateExam, Remove: s.store.DeleteExam,
 	}
-	if e.TemplateID != nil {
-		if _, err := s.store.TemplateNameByID(ctx, *e.TemplateID); errs.Is(err, errs.NotFound) {
-			f.Add([]any{"template_id"}, "No sandbox template with this id", "value_error")
-		} else if err != nil {
-			return err
-		}
-	}
-	return f.Err()
 }
 
 // Create adds an exam from an admin's input.
 func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Exam, error) {
-	if err := a.MayAuthor(); err != nil {
-		return nil, err
-	}
-	now := s.now()
-	e := &Exam{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing, CreatedAt: now, UpdatedAt: now}
-	if err := in.apply(e); err != nil {
-		return nil, err
-	}
-	if err := s.checkReferences(ctx, e); err != nil {
-		return nil, err
-	}
-	if err := s.store.CreateExam(ctx, e); err != nil {
-		return nil, err
-	}
-	return s.store.FindExamByID(ctx, e.ID)
+	return s.kind().Create(ctx, a, in)
 }
 
 // Update changes the fields given of exam id.
 func (s *Service) Update(ctx context.Context, a actor.Actor, id int64, in Input) (*Exam, error) {
-	if err := a.MayAuthor(); err != nil {
-		return nil, err
-	}
-	e, err := s.store.FindExamByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.apply(e); err != nil {
-		return nil, err
-	}
-	if err := s.checkReferences(ctx, e); err != nil {
-		return nil, err
-	}
-	e.UpdatedAt = s.now()
-	if err := s.store.UpdateExam(ctx, e); err != nil {
-		return nil, err
-	}
-	return s.store.FindExamByID(ctx, id)
+	return s.kind().Update(ctx, a, id, in)
 }
 
 // Delete removes an exam; with learners' attempts it needs cascade.
 func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
-	if err := a.MayAuthor(); err != nil {
-		return err
-	}
-	return s.store.DeleteExam(ctx, id, cascade)
+	return s.kind().Delete(ctx, a, id, cascade)
 }

@@ -6,10 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"reflect"
-	"strings"
 
-	"tuxlab/internal/actor"
+	"tuxlab/internal/authored"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -38,36 +36,33 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 		return nil, err
 	}
 	var files []*File
-	var problems []string
-	seen := map[string]string{}
+	var problems yamlfile.Problems
 	for _, p := range paths {
 		f := &File{Path: p}
 		if err := yamlfile.Read(fsys, p, f); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+			problems.Add(p, err)
 			continue
 		}
 		var tmpl int64
 		if f.Template != "" {
 			tmpl = 1 // resolved at import; validation only needs to know there is one
 		}
-		in := f.input(0, tmpl)
+		in := f.Input(0, tmpl)
 		if err := in.apply(&Exam{}); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %s", p, yamlfile.Describe(err)))
+			problems.Add(p, err)
 			continue
 		}
-		if prev, ok := seen[f.Slug]; ok {
-			problems = append(problems, fmt.Sprintf("%s: slug %q already used by %s", p, f.Slug, prev))
-		}
-		seen[f.Slug] = p
+		problems.Slug(p, f.Slug)
 		files = append(files, f)
 	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("exams have %d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	if err := problems.Err("exams"); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
 
-func (f *File) input(moduleID, templateID int64) Input {
+// Input is the create or update f describes, with its references as ids.
+func (f *File) Input(moduleID, templateID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -84,45 +79,18 @@ func (f *File) input(moduleID, templateID int64) Input {
 type ImportReport struct{ yamlfile.Counts }
 
 func (r ImportReport) String() string {
-	return fmt.Sprintf("exams: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
+	return r.Describe("exams")
 }
 
 // Import upserts exams by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
-	var r ImportReport
-	u := yamlfile.Upserter[*Exam, Input]{
-		Find: s.store.FindExamBySlug, NotFound: ErrExamNotFound, Same: sameExam,
-		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, actor.AsAdmin(), in); return err },
-		Update: func(ctx context.Context, old *Exam, in Input) error {
-			_, err := s.Update(ctx, actor.AsAdmin(), old.ID, in)
-			return err
-		},
-	}
-	for _, f := range files {
-		moduleID, err := yamlfile.Ref(ctx, f.Path, "module", f.Module, s.store.ModuleIDBySlug)
-		if err != nil {
-			return r, err
-		}
-		templateID, err := yamlfile.Ref(ctx, f.Path, "sandbox template", f.Template, s.store.TemplateIDByName)
-		if err != nil {
-			return r, err
-		}
-		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	c, err := authored.Import(ctx, s.kind(), files, false)
+	return ImportReport{c}, err
 }
 
-// sameExam reports whether in would leave old as it is, timestamps aside.
-func sameExam(old *Exam, in Input) (bool, error) {
-	next := *old
-	next.Questions = append([]*Question(nil), old.Questions...)
-	if err := in.apply(&next); err != nil {
-		return false, err
-	}
-	next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
-	return reflect.DeepEqual(old, &next), nil
+// Source says where f is and what it names.
+func (f *File) Source() (path, slug, module, template string) {
+	return f.Path, f.Slug, f.Module, f.Template
 }
 
 // Export writes every exam to dir/exams/NN-slug.yaml.

@@ -2,18 +2,14 @@ package exam_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"testing"
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/exam"
-	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/sandboxtest"
 	"tuxlab/internal/store"
-	"tuxlab/internal/store/storetest"
 )
 
 // TestSubmitWhenTheEngineFails: a submission whose practical checks cannot
@@ -21,12 +17,9 @@ import (
 // the attempt untouched: still in progress, not being graded, without
 // answers or results, so the learner can submit again.
 func TestSubmitWhenTheEngineFails(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	sandboxtest.Each(t, func(t *testing.T, db *store.DB, x *sandboxtest.Fixture) {
 		ctx := context.Background()
-		x := sandboxtest.NewFixture(t, db)
-		discard, engine, sandboxes := x.Discard, x.Engine, x.Service
-		exams := exam.NewService(db.Exams(), sandboxes, exam.Options{Log: discard})
+		exams := exam.NewService(db.Exams(), x.Service, exam.Options{Log: x.Discard})
 		slug, title := "engine-fails", "Engine fails"
 		e, err := exams.Create(ctx, actor.AsAdmin(), exam.Input{Slug: &slug, Title: &title, TemplateID: &x.BusyBox,
 			Questions: []exam.QuestionInput{{Kind: exam.Practical, Prompt: "Make /tmp/x", Check: "test -f /tmp/x"}}})
@@ -39,9 +32,7 @@ func TestSubmitWhenTheEngineFails(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		engine.RunFn = func(context.Context, string, sandbox.ExecSpec, io.Reader, io.Writer, io.Writer) (int, error) {
-			return -1, fmt.Errorf("%w: connection reset", sandbox.ErrRuntimeUnavailable)
-		}
+		x.BreakEngine()
 		if got, _, err := exams.Submit(ctx, a, e.ID, exam.Submission{}); err == nil || !errs.Is(err, errs.Unavailable) {
 			t.Fatalf("Submit = %+v, %v; want the engine's 503", got, err)
 		}

@@ -19,14 +19,8 @@ import (
 
 // Sandboxes is what exams need of the sandbox service.
 type Sandboxes interface {
-	Create(ctx context.Context, a actor.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
+	attempt.Sandboxes
 	List(ctx context.Context, a actor.Actor) ([]*sandbox.Container, error)
-	Get(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	// Resume returns the sandbox running, started again if it was stopped;
-	// nil when it is gone.
-	Resume(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	Start(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	Delete(ctx context.Context, a actor.Actor, id int64) error
 	// CheckIn runs checks only in a sandbox whose system files were not
 	// tampered with; otherwise each result fails with the reason.
 	CheckIn(ctx context.Context, c *sandbox.Container, checks ...sandbox.Script) ([]*sandbox.Result, error)
@@ -56,15 +50,7 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 10 * time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 	if o.Perm == nil {
 		o.Perm = rand.Perm
 	}
@@ -167,7 +153,7 @@ func (s *Service) freshSandbox(ctx context.Context, a actor.Actor, e *Exam) (*sa
 			return nil, err
 		}
 	}
-	c, err := s.sandboxes.Create(ctx, owner, sandbox.NewContainer{TemplateID: *e.TemplateID, Name: truncate("Exam: "+e.Title, sandbox.MaxNameLen)})
+	c, err := s.sandboxes.Create(ctx, owner, sandbox.NewContainer{TemplateID: *e.TemplateID, Name: sandbox.FitName("Exam: " + e.Title)})
 	var quota *errs.Error
 	switch {
 	case errs.Is(err, errs.Invalid):
@@ -178,14 +164,6 @@ func (s *Service) freshSandbox(ctx context.Context, a actor.Actor, e *Exam) (*sa
 			Detail: "Each exam attempt grades its practical questions in a fresh sandbox of its own, and there is no room for it. " + quota.Detail}
 	}
 	return c, err
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }
 
 // AttemptsLeft says how many attempts the user may still start (-1: no limit).
@@ -326,9 +304,8 @@ func (s *Service) grade(ctx context.Context, a actor.Actor, e *Exam, at *Attempt
 	for _, an := range sub.Answers {
 		answers[an.QuestionID] = an
 	}
-	results := make([]QuestionResult, len(e.Questions))
-	points := 0
-	for i, q := range e.Questions {
+	results, points := attempt.Tally(len(e.Questions), func(i int) (QuestionResult, int) {
+		q := e.Questions[i]
 		r := QuestionResult{QuestionID: q.ID, Position: q.Position, Kind: q.Kind, MaxPoints: q.Points, Feedback: []string{}}
 		an, answered := answers[q.ID]
 		switch res := checked[q.ID]; {
@@ -342,10 +319,9 @@ func (s *Service) grade(ctx context.Context, a actor.Actor, e *Exam, at *Attempt
 		}
 		if r.Correct {
 			r.Points = q.Points
-			points += q.Points
 		}
-		results[i] = r
-	}
+		return r, r.Points
+	})
 	return results, points, nil
 }
 
@@ -476,12 +452,9 @@ func (s *Service) legacySandbox(ctx context.Context, a actor.Actor, e *Exam, id 
 // with its exam; another user's is ErrAttemptNotFound. An attempt past its
 // deadline is ended as expired on the way.
 func (s *Service) Attempt(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Exam, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
-	if err != nil {
-		return nil, nil, err
-	}
-	e, err := s.store.FindExamByID(ctx, at.ExamID)
-	return at, e, err
+	return attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Exam, error) {
+		return s.store.FindExamByID(ctx, at.ExamID)
+	})
 }
 
 // Results returns a finished attempt as Attempt does; one still in progress

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"tuxlab/internal/actor"
+	"tuxlab/internal/attempt"
 )
 
 // contentAdmin is the admin CRUD shape that exams and laboratories share:
@@ -105,4 +107,67 @@ func writeOne[T, R any](w http.ResponseWriter, r *http.Request, one func(context
 	}
 	writeJSON(w, http.StatusOK, respond(it))
 	return nil
+}
+
+// serveAttempt answers a learner's call on the path's {id} (an exam, a lab,
+// or an attempt of one) with status and what respond makes of the attempt
+// and its subject that call returns.
+func serveAttempt[A, S, R any](w http.ResponseWriter, r *http.Request, status int,
+	call func(context.Context, actor.Actor, int64) (A, S, error), respond func(A, S) R) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	a, subject, err := call(r.Context(), callerOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, respond(a, subject))
+	return nil
+}
+
+// contentHead and contentBody are the fields every exam and lab response
+// starts with, in the contract's order (a lab's section_id comes between).
+type contentHead struct {
+	ID       int64  `json:"id"`
+	Slug     string `json:"slug"`
+	ModuleID *int64 `json:"module_id"`
+}
+
+type contentBody struct {
+	TemplateID       *int64 `json:"template_id"`
+	Title            string `json:"title"`
+	Description      string `json:"description"`
+	DescriptionHTML  string `json:"description_html"`
+	TimeLimitMinutes int    `json:"time_limit_minutes"`
+	PassingScore     int    `json:"passing_score"`
+}
+
+// attemptOutcome is the part of an exam or lab attempt's response that
+// says when it runs and how it scored.
+type attemptOutcome struct {
+	StartedAt  timestamp  `json:"started_at"`
+	ExpiresAt  timestamp  `json:"expires_at"`
+	FinishedAt *timestamp `json:"finished_at"`
+	Points     int        `json:"points"`
+	MaxPoints  int        `json:"max_points"`
+	Score      int        `json:"score"`
+	Passed     bool       `json:"passed"`
+}
+
+func newAttemptOutcome(a *attempt.Attempt) attemptOutcome {
+	return attemptOutcome{StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
+		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed}
+}
+
+// terminalURL is where the WebSocket terminal of sandbox id is.
+func terminalURL(id int64) string { return "/ws/terminal/" + strconv.FormatInt(id, 10) }
+
+// optTerminalURL is the terminal of sandbox id, if there is one.
+func optTerminalURL(id *int64) *string {
+	if id == nil {
+		return nil
+	}
+	u := terminalURL(*id)
+	return &u
 }

@@ -1,10 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/exam"
 )
 
@@ -21,19 +22,12 @@ type questionResponse struct {
 }
 
 type examSummaryResponse struct {
-	ID               int64  `json:"id"`
-	Slug             string `json:"slug"`
-	ModuleID         *int64 `json:"module_id"`
-	TemplateID       *int64 `json:"template_id"`
-	Title            string `json:"title"`
-	Description      string `json:"description"`
-	DescriptionHTML  string `json:"description_html"`
-	TimeLimitMinutes int    `json:"time_limit_minutes"`
-	PassingScore     int    `json:"passing_score"`
-	MaxAttempts      int    `json:"max_attempts"`
-	MaxPoints        int    `json:"max_points"`
-	QuestionCount    int    `json:"question_count"`
-	HasPractical     bool   `json:"has_practical"`
+	contentHead
+	contentBody
+	MaxAttempts   int  `json:"max_attempts"`
+	MaxPoints     int  `json:"max_points"`
+	QuestionCount int  `json:"question_count"`
+	HasPractical  bool `json:"has_practical"`
 }
 
 type examResponse struct {
@@ -42,9 +36,10 @@ type examResponse struct {
 }
 
 func newExamSummary(e *exam.Exam) examSummaryResponse {
-	return examSummaryResponse{ID: e.ID, Slug: e.Slug, ModuleID: e.ModuleID, TemplateID: e.TemplateID, Title: e.Title,
-		Description: e.Description, DescriptionHTML: e.DescriptionHTML(), TimeLimitMinutes: e.TimeLimitMinutes, PassingScore: e.PassingScore, MaxAttempts: e.MaxAttempts,
-		MaxPoints: e.MaxPoints(), QuestionCount: len(e.Questions), HasPractical: e.HasPractical()}
+	return examSummaryResponse{contentHead: contentHead{ID: e.ID, Slug: e.Slug, ModuleID: e.ModuleID},
+		contentBody: contentBody{TemplateID: e.TemplateID, Title: e.Title, Description: e.Description, DescriptionHTML: e.DescriptionHTML(),
+			TimeLimitMinutes: e.TimeLimitMinutes, PassingScore: e.PassingScore},
+		MaxAttempts: e.MaxAttempts, MaxPoints: e.MaxPoints(), QuestionCount: len(e.Questions), HasPractical: e.HasPractical()}
 }
 
 func newQuestionResponse(q *exam.Question) questionResponse {
@@ -100,23 +95,16 @@ func orEmpty[T any](s []T) []T {
 }
 
 type examAttemptResponse struct {
-	ID         int64      `json:"id"`
-	ExamID     int64      `json:"exam_id"`
-	UserID     int64      `json:"user_id"`
-	Status     string     `json:"status"`
-	StartedAt  timestamp  `json:"started_at"`
-	ExpiresAt  timestamp  `json:"expires_at"`
-	FinishedAt *timestamp `json:"finished_at"`
-	Points     int        `json:"points"`
-	MaxPoints  int        `json:"max_points"`
-	Score      int        `json:"score"`
-	Passed     bool       `json:"passed"`
+	ID     int64  `json:"id"`
+	ExamID int64  `json:"exam_id"`
+	UserID int64  `json:"user_id"`
+	Status string `json:"status"`
+	attemptOutcome
 }
 
 func newExamAttemptResponse(a *exam.Attempt) examAttemptResponse {
 	return examAttemptResponse{ID: a.ID, ExamID: a.ExamID, UserID: a.UserID, Status: string(a.Status),
-		StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
-		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed}
+		attemptOutcome: newAttemptOutcome(&a.Attempt)}
 }
 
 // examAttemptDetailResponse is an attempt as its learner works on it: the
@@ -134,7 +122,7 @@ func newExamAttemptDetail(a *exam.Attempt, e *exam.Exam) examAttemptDetailRespon
 	r := examAttemptDetailResponse{examAttemptResponse: newExamAttemptResponse(a), ContainerID: a.ContainerID,
 		Questions: make([]questionResponse, len(e.Questions))}
 	if a.ContainerID != nil {
-		url := "/ws/terminal/" + strconv.FormatInt(*a.ContainerID, 10)
+		url := terminalURL(*a.ContainerID)
 		notice := fmt.Sprintf("The practical questions of this attempt are graded in sandbox %d, made fresh for it from the exam's template: "+
 			"nothing from an earlier attempt or another sandbox is in it, so do every task there.", *a.ContainerID)
 		r.TerminalURL, r.SandboxNotice = &url, &notice
@@ -199,29 +187,11 @@ func (s *Server) handleExam(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleExamStart(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	a, e, err := s.exams.Start(r.Context(), callerOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, newExamAttemptDetail(a, e))
-	return nil
+	return serveAttempt(w, r, http.StatusCreated, s.exams.Start, newExamAttemptDetail)
 }
 
 func (s *Server) handleExamAttempt(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	a, e, err := s.exams.Attempt(r.Context(), callerOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newExamAttemptDetail(a, e))
-	return nil
+	return serveAttempt(w, r, http.StatusOK, s.exams.Attempt, newExamAttemptDetail)
 }
 
 // submitExamRequest is a learner's answers.
@@ -231,33 +201,25 @@ type submitExamRequest struct {
 }
 
 func (s *Server) handleExamSubmit(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
+	submit := func(ctx context.Context, a actor.Actor, id int64) (*exam.Attempt, *exam.Exam, error) {
+		var body submitExamRequest
+		if err := decodeJSON(r, &body); err != nil {
+			return nil, nil, err
+		}
+		at, e, err := s.exams.Submit(ctx, a, id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
+		return at, e, locate(err)
 	}
-	var body submitExamRequest
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	a, e, err := s.exams.Submit(r.Context(), callerOf(r), id, exam.Submission{Answers: body.Answers, ContainerID: body.ContainerID})
-	if err != nil {
-		return locate(err)
-	}
-	writeJSON(w, http.StatusOK, newExamResults(a, e, isAdmin(r)))
-	return nil
+	return serveAttempt(w, r, http.StatusOK, submit, examResultsView(r))
 }
 
 func (s *Server) handleExamResults(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	a, e, err := s.exams.Results(r.Context(), callerOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newExamResults(a, e, isAdmin(r)))
-	return nil
+	return serveAttempt(w, r, http.StatusOK, s.exams.Results, examResultsView(r))
+}
+
+// examResultsView shows a graded attempt as the caller of r may see it.
+func examResultsView(r *http.Request) func(*exam.Attempt, *exam.Exam) examResultsResponse {
+	admin := isAdmin(r)
+	return func(a *exam.Attempt, e *exam.Exam) examResultsResponse { return newExamResults(a, e, admin) }
 }
 
 // Admin authoring.

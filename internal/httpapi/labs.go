@@ -1,9 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
-	"strconv"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/lab"
 )
@@ -22,24 +23,18 @@ type taskResponse struct {
 }
 
 type labResponse struct {
-	ID               int64          `json:"id"`
-	Slug             string         `json:"slug"`
-	ModuleID         *int64         `json:"module_id"`
-	SectionID        *int64         `json:"section_id"`
-	TemplateID       int64          `json:"template_id"`
-	Title            string         `json:"title"`
-	Description      string         `json:"description"`
-	DescriptionHTML  string         `json:"description_html"`
-	TimeLimitMinutes int            `json:"time_limit_minutes"`
-	PassingScore     int            `json:"passing_score"`
-	MaxPoints        int            `json:"max_points"`
-	Tasks            []taskResponse `json:"tasks"`
+	contentHead
+	SectionID *int64 `json:"section_id"`
+	contentBody
+	MaxPoints int            `json:"max_points"`
+	Tasks     []taskResponse `json:"tasks"`
 }
 
 func newLabResponse(l *lab.Lab) labResponse {
-	r := labResponse{ID: l.ID, Slug: l.Slug, ModuleID: l.ModuleID, SectionID: l.ModuleID, TemplateID: l.TemplateID, Title: l.Title,
-		Description: l.Description, DescriptionHTML: l.DescriptionHTML(), TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore, MaxPoints: l.MaxPoints(),
-		Tasks: make([]taskResponse, len(l.Tasks))}
+	r := labResponse{contentHead: contentHead{ID: l.ID, Slug: l.Slug, ModuleID: l.ModuleID}, SectionID: l.ModuleID,
+		contentBody: contentBody{TemplateID: &l.TemplateID, Title: l.Title, Description: l.Description, DescriptionHTML: l.DescriptionHTML(),
+			TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore},
+		MaxPoints: l.MaxPoints(), Tasks: make([]taskResponse, len(l.Tasks))}
 	for i, t := range l.Tasks {
 		r.Tasks[i] = taskResponse{ID: t.ID, Position: t.Position, Title: t.Title, Description: t.Description, DescriptionHTML: t.DescriptionHTML(),
 			Hint: t.Hint, HintHTML: t.HintHTML(), Points: t.Points}
@@ -85,22 +80,16 @@ type taskResultResponse struct {
 }
 
 type labAttemptResponse struct {
-	ID           int64      `json:"id"`
-	LaboratoryID int64      `json:"laboratory_id"`
-	UserID       int64      `json:"user_id"`
-	Status       string     `json:"status"`
-	ContainerID  *int64     `json:"container_id"`
-	TerminalURL  *string    `json:"terminal_url"`
-	StartedAt    timestamp  `json:"started_at"`
-	ExpiresAt    timestamp  `json:"expires_at"`
-	FinishedAt   *timestamp `json:"finished_at"`
-	Points       int        `json:"points"`
-	MaxPoints    int        `json:"max_points"`
-	Score        int        `json:"score"`
-	Passed       bool       `json:"passed"`
-	Checks       int        `json:"checks"`
-	LastCheckAt  *timestamp `json:"last_check_at"`
-	Checking     bool       `json:"checking"`
+	ID           int64   `json:"id"`
+	LaboratoryID int64   `json:"laboratory_id"`
+	UserID       int64   `json:"user_id"`
+	Status       string  `json:"status"`
+	ContainerID  *int64  `json:"container_id"`
+	TerminalURL  *string `json:"terminal_url"`
+	attemptOutcome
+	Checks      int        `json:"checks"`
+	LastCheckAt *timestamp `json:"last_check_at"`
+	Checking    bool       `json:"checking"`
 	// SandboxRemovedAt says when the lab removed the sandbox of the ended attempt.
 	SandboxRemovedAt *timestamp           `json:"sandbox_removed_at"`
 	Tasks            []taskResultResponse `json:"tasks"`
@@ -109,13 +98,8 @@ type labAttemptResponse struct {
 // newLabAttemptResponse shows an attempt; the checks' output only to admins.
 func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
 	r := labAttemptResponse{ID: a.ID, LaboratoryID: a.LabID, UserID: a.UserID, Status: string(a.Status), ContainerID: a.ContainerID,
-		StartedAt: timestamp(a.StartedAt), ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt),
-		Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score, Passed: a.Passed, Checks: a.Checks, LastCheckAt: optTime(a.LastCheckAt),
+		TerminalURL: optTerminalURL(a.ContainerID), attemptOutcome: newAttemptOutcome(&a.Attempt), Checks: a.Checks, LastCheckAt: optTime(a.LastCheckAt),
 		Checking: a.CheckingSince != nil, SandboxRemovedAt: optTime(a.SandboxRemovedAt), Tasks: make([]taskResultResponse, len(a.Results))}
-	if a.ContainerID != nil {
-		url := "/ws/terminal/" + strconv.FormatInt(*a.ContainerID, 10)
-		r.TerminalURL = &url
-	}
 	for i, t := range a.Results {
 		tr := taskResultResponse{TaskID: t.TaskID, Position: t.Position, Title: t.Title, Passed: t.Passed, Points: t.Points, Feedback: t.Feedback}
 		if tr.Feedback == nil {
@@ -158,17 +142,18 @@ func (s *Server) handleSectionLab(w http.ResponseWriter, r *http.Request) error 
 // labAction runs a learner's action on lab {id} and answers with the attempt.
 func (s *Server) labAction(status int, act func(*http.Request, int64) (*lab.Attempt, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return err
+		call := func(_ context.Context, _ actor.Actor, id int64) (*lab.Attempt, *lab.Lab, error) {
+			a, err := act(r, id)
+			return a, nil, err
 		}
-		a, err := act(r, id)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, status, newLabAttemptResponse(a, isAdmin(r)))
-		return nil
+		return serveAttempt(w, r, status, call, labAttemptView(r))
 	}
+}
+
+// labAttemptView shows an attempt as the caller of r may see it.
+func labAttemptView(r *http.Request) func(*lab.Attempt, *lab.Lab) labAttemptResponse {
+	admin := isAdmin(r)
+	return func(a *lab.Attempt, _ *lab.Lab) labAttemptResponse { return newLabAttemptResponse(a, admin) }
 }
 
 func (s *Server) handleLabStart(r *http.Request, id int64) (*lab.Attempt, error) {
@@ -184,16 +169,7 @@ func (s *Server) handleLabSubmit(r *http.Request, id int64) (*lab.Attempt, error
 }
 
 func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	a, _, err := s.labs.Results(r.Context(), callerOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, newLabAttemptResponse(a, isAdmin(r)))
-	return nil
+	return serveAttempt(w, r, http.StatusOK, s.labs.Results, labAttemptView(r))
 }
 
 // Admin authoring: scalars as query parameters, the rest as a JSON or YAML body.

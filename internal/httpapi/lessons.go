@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"tuxlab/internal/errs"
@@ -38,16 +37,12 @@ type moduleResponse struct {
 	Progress    progressResponse `json:"progress"`
 }
 
-func newModuleResponse(m *lesson.Module, done map[int64]time.Time) moduleResponse {
+func newModuleResponse(m lesson.ModuleProgress) moduleResponse {
 	r := moduleResponse{ID: m.ID, Slug: m.Slug, Title: m.Title, Name: m.Title, Description: m.Description,
-		OrderIndex: m.OrderIndex, Themes: make([]themeSummary, len(m.Themes)), Progress: progressResponse{Total: len(m.Themes)}}
+		OrderIndex: m.OrderIndex, Themes: make([]themeSummary, len(m.Themes)), Progress: progressResponse(m.Progress)}
 	for i, t := range m.Themes {
-		_, completed := done[t.ID]
-		if completed {
-			r.Progress.Completed++
-		}
 		r.Themes[i] = themeSummary{ID: t.ID, Slug: t.Slug, Title: t.Title, OrderIndex: t.OrderIndex,
-			EstimatedMinutes: t.EstimatedMinutes, Completed: completed}
+			EstimatedMinutes: t.EstimatedMinutes, Completed: m.Done[i]}
 	}
 	return r
 }
@@ -88,13 +83,13 @@ func newContentResponse(c *lesson.Content) contentResponse {
 }
 
 func (s *Server) handleModules(w http.ResponseWriter, r *http.Request) error {
-	modules, done, err := s.lessons.Modules(r.Context(), currentUser(r).ID)
+	modules, err := s.lessons.ModulesProgress(r.Context(), currentUser(r).ID)
 	if err != nil {
 		return err
 	}
 	out := make(moduleList, len(modules))
 	for i, m := range modules {
-		out[i] = newModuleResponse(m, done)
+		out[i] = newModuleResponse(m)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -234,7 +229,7 @@ func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return errs.In("query", err)
 	}
-	writeJSON(w, http.StatusCreated, newModuleResponse(m, nil))
+	writeJSON(w, http.StatusCreated, newModuleResponse(lesson.ProgressOf(m, nil)))
 	return nil
 }
 
@@ -256,7 +251,7 @@ func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return errs.In("query", err)
 	}
-	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
+	writeJSON(w, http.StatusOK, newModuleResponse(lesson.ProgressOf(m, nil)))
 	return nil
 }
 
@@ -309,7 +304,7 @@ func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newModuleResponse(m, nil))
+	writeJSON(w, http.StatusOK, newModuleResponse(lesson.ProgressOf(m, nil)))
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,15 +61,10 @@ type containerResponse struct {
 }
 
 func (s *Server) newContainerResponse(c *sandbox.Container) containerResponse {
-	r := containerResponse{ID: c.ID, Name: c.Name, TemplateID: c.TemplateID, UserID: c.UserID, Status: string(c.Status),
+	return containerResponse{ID: c.ID, Name: c.Name, TemplateID: c.TemplateID, UserID: c.UserID, Status: string(c.Status),
 		StatusDetail: c.StatusDetail, CreatedAt: timestamp(c.CreatedAt), StartedAt: optTime(c.StartedAt), StoppedAt: optTime(c.StoppedAt),
 		ExpiresAt: timestamp(c.ExpiresAt), LastActivityAt: timestamp(c.LastActivityAt),
-		TerminalURL: "/ws/terminal/" + strconv.FormatInt(c.ID, 10)}
-	if c.Status == sandbox.StatusRunning {
-		idle := c.LastActivityAt.Add(s.sandboxes.Options().IdleTimeout)
-		r.IdleStopAt = optTime(&idle)
-	}
-	return r
+		IdleStopAt: optTime(s.sandboxes.IdleStopAt(c)), TerminalURL: terminalURL(c.ID)}
 }
 
 func optTime(t *time.Time) *timestamp {

@@ -12,6 +12,7 @@ import (
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/stats"
 )
 
 // userResponse is a user as the API shows it: never the password hash.
@@ -342,22 +343,11 @@ func newLearningStats(r *dashboard.SystemRows) learningStats {
 }
 
 func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) error {
-	var st adminStats
-	var err error
-	if st.Users, err = s.auth.Stats(r.Context()); err != nil {
-		return err
-	}
-	if st.Lessons, err = s.lessons.Stats(r.Context()); err != nil {
-		return err
-	}
-	if st.Sandboxes, err = s.sandboxes.Stats(r.Context()); err != nil {
-		return err
-	}
-	sys, err := s.dashboard.System(r.Context())
+	src := stats.Sources{Users: s.auth.Stats, Lessons: s.lessons.Stats, Sandboxes: s.sandboxes.Stats, Learning: s.dashboard.System}
+	st, err := src.Collect(r.Context())
 	if err != nil {
 		return err
 	}
-	st.Learning = newLearningStats(sys)
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, adminStats{Users: st.Users, Lessons: st.Lessons, Sandboxes: st.Sandboxes, Learning: newLearningStats(st.Learning)})
 	return nil
 }

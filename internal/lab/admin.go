@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"tuxlab/internal/actor"
+	"tuxlab/internal/authored"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
@@ -13,10 +14,10 @@ import (
 // Limits of a lab's fields.
 const (
 	MaxTasks          = 50
-	MaxTextLen        = 20000 // descriptions, in characters
+	MaxTextLen        = authored.MaxTextLen // descriptions, in characters
 	MaxHintLen        = 2000
 	MaxPoints         = 100
-	MaxTimeLimit      = 600 // minutes
+	MaxTimeLimit      = authored.MaxTimeLimit // minutes
 	DefaultTimeLimit  = 60
 	DefaultPassing    = 100
 	MaxScriptBytes    = sandbox.MaxScriptBytes
@@ -46,61 +47,34 @@ type TaskInput struct {
 // apply validates in and writes it onto l, collecting every problem.
 func (in *Input) apply(l *Lab) error {
 	var f errs.Fields
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&l.Slug, in.Slug)
-	set(&l.Title, in.Title)
-	set(&l.Description, in.Description)
-	set(&l.Setup, in.Setup)
-	set(&l.Solution, in.Solution)
-	if in.ModuleID != nil {
-		l.ModuleID = in.ModuleID
-		if *in.ModuleID == 0 {
-			l.ModuleID = nil
-		}
-	}
-	if in.TemplateID != nil {
-		l.TemplateID = *in.TemplateID
-	}
-	if in.TimeLimitMinutes != nil {
-		l.TimeLimitMinutes = *in.TimeLimitMinutes
-	}
-	if in.PassingScore != nil {
-		l.PassingScore = *in.PassingScore
-	}
-	lesson.CheckSlug(&f, []any{"slug"}, l.Slug)
-	lesson.CheckTitle(&f, []any{"title"}, l.Title)
-	checkLen(&f, []any{"description"}, l.Description, MaxTextLen)
+	authored.Set(&l.Slug, in.Slug)
+	authored.Set(&l.Title, in.Title)
+	authored.Set(&l.Description, in.Description)
+	authored.Set(&l.Setup, in.Setup)
+	authored.Set(&l.Solution, in.Solution)
+	authored.SetRef(&l.ModuleID, in.ModuleID)
+	authored.Set(&l.TemplateID, in.TemplateID)
+	authored.Set(&l.TimeLimitMinutes, in.TimeLimitMinutes)
+	authored.Set(&l.PassingScore, in.PassingScore)
+	authored.CheckNames(&f, l.Slug, l.Title, l.Description)
 	checkScript(&f, []any{"setup"}, l.Setup, false)
 	checkScript(&f, []any{"solution"}, l.Solution, false)
 	if l.TemplateID < 1 {
 		f.Add([]any{"template_id"}, "Field required: the sandbox template the lab runs in", "missing")
 	}
-	if l.TimeLimitMinutes < 1 || l.TimeLimitMinutes > MaxTimeLimit {
-		f.Add([]any{"time_limit_minutes"}, "Input should be between 1 and 600", "range")
-	}
-	if l.PassingScore < 0 || l.PassingScore > 100 {
-		f.Add([]any{"passing_score"}, "Input should be between 0 and 100", "range")
-	}
+	authored.CheckLimits(&f, l.TimeLimitMinutes, l.PassingScore)
 	if in.Tasks != nil {
 		l.Tasks = mergeTasks(l.Tasks, in.Tasks)
 	}
-	switch {
-	case len(l.Tasks) == 0:
-		f.Add([]any{"tasks"}, "A laboratory needs at least one task", "too_short")
-	case len(l.Tasks) > MaxTasks:
-		f.Add([]any{"tasks"}, "A laboratory has at most 50 tasks", "too_long")
-	}
+	authored.CheckCount(&f, "tasks", len(l.Tasks), MaxTasks,
+		"A laboratory needs at least one task", "A laboratory has at most 50 tasks")
 	for i, t := range l.Tasks {
 		if i >= MaxTasks {
 			break
 		}
 		lesson.CheckTitle(&f, []any{"tasks", i, "title"}, t.Title)
-		checkLen(&f, []any{"tasks", i, "description"}, t.Description, MaxTextLen)
-		checkLen(&f, []any{"tasks", i, "hint"}, t.Hint, MaxHintLen)
+		authored.CheckLen(&f, []any{"tasks", i, "description"}, t.Description, MaxTextLen)
+		authored.CheckLen(&f, []any{"tasks", i, "hint"}, t.Hint, MaxHintLen)
 		if t.Points < 1 || t.Points > MaxPoints {
 			f.Add([]any{"tasks", i, "points"}, "Input should be between 1 and 100", "range")
 		}
@@ -125,12 +99,6 @@ func mergeTasks(old []*Task, in []TaskInput) []*Task {
 	return out
 }
 
-func checkLen(f *errs.Fields, loc []any, s string, max int) {
-	if utf8.RuneCountInString(s) > max {
-		f.Add(loc, "Text is too long", "string_too_long")
-	}
-}
-
 func checkScript(f *errs.Fields, loc []any, s string, required bool) {
 	switch {
 	case required && len(s) == 0:
@@ -144,70 +112,38 @@ func checkScript(f *errs.Fields, loc []any, s string, required bool) {
 	}
 }
 
+// kind is how labs are authored: the shared create, update, delete and
+// import over this service's store.
+func (s *Service) kind() authored.Kind[*Lab, Input] {
+	return authored.Kind[*Lab, Input]{
+		Names: s.store, Now: s.now,
+		New:   func() *Lab { return &Lab{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing} },
+		Apply: func(in Input, l *Lab) error { return in.apply(l) },
+		Copy: func(l *Lab) *Lab {
+			c := *l
+			c.Tasks = append([]*Task(nil), l.Tasks...)
+			return &c
+		},
+		ID:       func(l *Lab) int64 { return l.ID },
+		Refs:     func(l *Lab) authored.Refs { return authored.Refs{ModuleID: l.ModuleID, TemplateID: &l.TemplateID} },
+		Stamps:   func(l *Lab) authored.Stamps { return authored.Stamps{Created: &l.CreatedAt, Updated: &l.UpdatedAt} },
+		FindByID: s.store.FindLabByID, FindBySlug: s.store.FindLabBySlug, NotFound: ErrLabNotFound,
+		Insert: s.store.CreateLab, Save: s.store.UpdateLab, Remove: s.store.DeleteLab,
+	}
+}
+
 // Create adds a lab from an admin's input.
 func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Lab, error) {
-	if err := a.MayAuthor(); err != nil {
-		return nil, err
-	}
-	now := s.now()
-	l := &Lab{TimeLimitMinutes: DefaultTimeLimit, PassingScore: DefaultPassing, CreatedAt: now, UpdatedAt: now}
-	if err := in.apply(l); err != nil {
-		return nil, err
-	}
-	if err := s.checkReferences(ctx, l); err != nil {
-		return nil, err
-	}
-	if err := s.store.CreateLab(ctx, l); err != nil {
-		return nil, err
-	}
-	return s.store.FindLabByID(ctx, l.ID)
+	return s.kind().Create(ctx, a, in)
 }
 
 // Update changes the fields given of lab id.
 func (s *Service) Update(ctx context.Context, a actor.Actor, id int64, in Input) (*Lab, error) {
-	if err := a.MayAuthor(); err != nil {
-		return nil, err
-	}
-	l, err := s.store.FindLabByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.apply(l); err != nil {
-		return nil, err
-	}
-	if err := s.checkReferences(ctx, l); err != nil {
-		return nil, err
-	}
-	l.UpdatedAt = s.now()
-	if err := s.store.UpdateLab(ctx, l); err != nil {
-		return nil, err
-	}
-	return s.store.FindLabByID(ctx, id)
+	return s.kind().Update(ctx, a, id, in)
 }
 
 // Delete removes a lab. With learners' attempts it needs cascade, which
 // removes them too.
 func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
-	if err := a.MayAuthor(); err != nil {
-		return err
-	}
-	return s.store.DeleteLab(ctx, id, cascade)
-}
-
-// checkReferences refuses a module or template that does not exist, naming the field.
-func (s *Service) checkReferences(ctx context.Context, l *Lab) error {
-	var f errs.Fields
-	if l.ModuleID != nil {
-		if _, err := s.store.ModuleSlugByID(ctx, *l.ModuleID); errs.Is(err, errs.NotFound) {
-			f.Add([]any{"module_id"}, "No module with this id", "value_error")
-		} else if err != nil {
-			return err
-		}
-	}
-	if _, err := s.store.TemplateNameByID(ctx, l.TemplateID); errs.Is(err, errs.NotFound) {
-		f.Add([]any{"template_id"}, "No sandbox template with this id", "value_error")
-	} else if err != nil {
-		return err
-	}
-	return f.Err()
+	return s.kind().Delete(ctx, a, id, cascade)
 }

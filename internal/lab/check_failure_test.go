@@ -2,18 +2,14 @@ package lab_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"testing"
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/lab"
-	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/sandboxtest"
 	"tuxlab/internal/store"
-	"tuxlab/internal/store/storetest"
 )
 
 // TestCheckWhenTheEngineFails: a check whose scripts cannot run (the engine
@@ -21,12 +17,9 @@ import (
 // attempt as it was: in progress, its results untouched, and no check
 // claimed, so the learner can check again.
 func TestCheckWhenTheEngineFails(t *testing.T) {
-	t.Parallel()
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
+	sandboxtest.Each(t, func(t *testing.T, db *store.DB, x *sandboxtest.Fixture) {
 		ctx := context.Background()
-		x := sandboxtest.NewFixture(t, db)
-		discard, engine, sandboxes := x.Discard, x.Engine, x.Service
-		labs := lab.NewService(db.Labs(), sandboxes, lab.Options{Log: discard})
+		labs := lab.NewService(db.Labs(), x.Service, lab.Options{Log: x.Discard})
 		slug, title := "engine-fails", "Engine fails"
 		l, err := labs.Create(ctx, actor.AsAdmin(), lab.Input{Slug: &slug, Title: &title, TemplateID: &x.BusyBox,
 			Tasks: []lab.TaskInput{{Title: "A file", Check: "test -f /tmp/x"}}})
@@ -39,9 +32,7 @@ func TestCheckWhenTheEngineFails(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		engine.RunFn = func(context.Context, string, sandbox.ExecSpec, io.Reader, io.Writer, io.Writer) (int, error) {
-			return -1, fmt.Errorf("%w: connection reset", sandbox.ErrRuntimeUnavailable)
-		}
+		x.BreakEngine()
 		if got, err := labs.Check(ctx, a, l.ID); err == nil || !errs.Is(err, errs.Unavailable) {
 			t.Fatalf("Check = %+v, %v; want the engine's 503", got, err)
 		}

@@ -2,16 +2,15 @@ package lab
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
-	"tuxlab/internal/actor"
+	"tuxlab/internal/authored"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
@@ -46,7 +45,7 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 		return nil, err
 	}
 	var files []*File
-	var problems []string
+	var problems yamlfile.Problems
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -60,55 +59,52 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 		for _, p := range paths {
 			f, err := readFile(fsys, p)
 			if err != nil {
-				problems = append(problems, err.Error())
+				problems.Add(p, err)
 				continue
 			}
 			if e.Name() != LabsDir {
 				slug, err := lesson.ModuleSlugOf(fsys, e.Name())
 				if err != nil {
-					problems = append(problems, err.Error())
+					problems.Addf("%v", err)
 					continue
 				}
 				if f.Module != "" && f.Module != slug {
-					problems = append(problems, fmt.Sprintf("%s: module %q differs from its directory's module %q", p, f.Module, slug))
+					problems.Addf("%s: module %q differs from its directory's module %q", p, f.Module, slug)
 				}
 				f.Module = slug
 			}
 			files = append(files, f)
 		}
 	}
-	seen := map[string]string{}
 	for _, f := range files {
-		if prev, ok := seen[f.Slug]; ok {
-			problems = append(problems, fmt.Sprintf("%s: slug %q already used by %s", f.Path, f.Slug, prev))
-		}
-		seen[f.Slug] = f.Path
+		problems.Slug(f.Path, f.Slug)
 	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("laboratories have %d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	if err := problems.Err("laboratories"); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
 
+// readFile reads and validates the lab file p; its errors do not name p.
 func readFile(fsys fs.FS, p string) (*File, error) {
 	var f File
 	if err := yamlfile.Read(fsys, p, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, err
 	}
 	f.Path = p
 	// Validate now, so a bad file is reported with its path before anything is written.
-	in := f.input(1, 1)
+	in := f.Input(1, 1)
 	if err := in.apply(&Lab{}); err != nil {
-		return nil, fmt.Errorf("%s: %s", p, yamlfile.Describe(err))
+		return nil, err
 	}
 	if f.Template == "" {
-		return nil, fmt.Errorf("%s: template: the name of a sandbox template is required", p)
+		return nil, errors.New("template: the name of a sandbox template is required")
 	}
 	return &f, nil
 }
 
-// input turns a file into the Input of a create or update.
-func (f *File) input(moduleID, templateID int64) Input {
+// Input is the create or update f describes, with its references as ids.
+func (f *File) Input(moduleID, templateID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -125,46 +121,18 @@ func (f *File) input(moduleID, templateID int64) Input {
 type ImportReport struct{ yamlfile.Counts }
 
 func (r ImportReport) String() string {
-	return fmt.Sprintf("laboratories: %d created, %d updated, %d unchanged", r.Created, r.Updated, r.Unchanged)
+	return r.Describe("laboratories")
 }
 
-// Import upserts labs by slug; importing the same files twice changes nothing.
+// Import upserts labs (a lab's template is required) by slug; importing the same files twice changes nothing.
 func (s *Service) Import(ctx context.Context, files []*File) (ImportReport, error) {
-	var r ImportReport
-	u := yamlfile.Upserter[*Lab, Input]{
-		Find: s.store.FindLabBySlug, NotFound: ErrLabNotFound, Same: sameLab,
-		Create: func(ctx context.Context, in Input) error { _, err := s.Create(ctx, actor.AsAdmin(), in); return err },
-		Update: func(ctx context.Context, old *Lab, in Input) error {
-			_, err := s.Update(ctx, actor.AsAdmin(), old.ID, in)
-			return err
-		},
-	}
-	for _, f := range files {
-		moduleID, err := yamlfile.Ref(ctx, f.Path, "module", f.Module, s.store.ModuleIDBySlug)
-		if err != nil {
-			return r, err
-		}
-		// A lab's template is required: an empty name is looked up (and refused) too.
-		templateID, err := s.store.TemplateIDByName(ctx, f.Template)
-		if err != nil {
-			return r, fmt.Errorf("%s: sandbox template %q: %w", f.Path, f.Template, err)
-		}
-		if err := u.Upsert(ctx, &r.Counts, f.Path, f.Slug, f.input(moduleID, templateID)); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	c, err := authored.Import(ctx, s.kind(), files, true)
+	return ImportReport{c}, err
 }
 
-// sameLab reports whether in would leave old as it is, timestamps aside.
-func sameLab(old *Lab, in Input) (bool, error) {
-	next := *old
-	next.Tasks = append([]*Task(nil), old.Tasks...)
-	if err := in.apply(&next); err != nil {
-		return false, err
-	}
-	next.CreatedAt, next.UpdatedAt = old.CreatedAt, old.UpdatedAt
-	return reflect.DeepEqual(old, &next), nil
+// Source says where f is and what it names.
+func (f *File) Source() (path, slug, module, template string) {
+	return f.Path, f.Slug, f.Module, f.Template
 }
 
 // Export writes every lab into dir, a curriculum the lesson export has just

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
 	"tuxlab/internal/activity"
 	"tuxlab/internal/actor"
-
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
@@ -16,13 +16,7 @@ import (
 
 // Sandboxes is what labs need of the sandbox service.
 type Sandboxes interface {
-	Create(ctx context.Context, a actor.Actor, n sandbox.NewContainer) (*sandbox.Container, error)
-	Get(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	// Resume returns the sandbox running, started again if it was stopped;
-	// nil when it is gone.
-	Resume(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	Start(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error)
-	Delete(ctx context.Context, a actor.Actor, id int64) error
+	attempt.Sandboxes
 	ExecIn(ctx context.Context, c *sandbox.Container, scripts ...sandbox.Script) ([]*sandbox.Result, error)
 	// CheckInBudget runs checks, bounded as a whole by b, only in a sandbox
 	// whose system files were not tampered with; otherwise each result
@@ -64,15 +58,7 @@ func (o *Options) defaults() {
 	if o.SetupTimeout <= 0 {
 		o.SetupTimeout = 60 * time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 }
 
 // Service is the laboratory domain.
@@ -257,7 +243,7 @@ func (s *Service) record(ctx context.Context, l *Lab, id int64, kind activity.Ki
 
 // provision makes the attempt's sandbox and runs the setup script in it.
 func (s *Service) provision(ctx context.Context, a actor.Actor, l *Lab) (*sandbox.Container, error) {
-	c, err := s.sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: l.TemplateID, Name: truncate("Lab: "+l.Title, sandbox.MaxNameLen)})
+	c, err := s.sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: l.TemplateID, Name: sandbox.FitName("Lab: " + l.Title)})
 	if errs.Is(err, errs.Invalid) {
 		// The lab names a template that is gone: the lab's fault, not the learner's.
 		return nil, errs.E(errs.Conflict, "This laboratory's sandbox template is missing: an admin must fix the laboratory")
@@ -447,24 +433,20 @@ func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) (
 	if err != nil {
 		return nil, 0, err
 	}
-	results := make([]TaskResult, len(l.Tasks))
-	points := 0
-	for i, t := range l.Tasks {
+	results, points := attempt.Tally(len(l.Tasks), func(i int) (TaskResult, int) {
+		t, res := l.Tasks[i], ran[i]
 		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title}
-		res := ran[i]
 		if res.Skipped {
 			r.ExitCode, r.TimedOut, r.Feedback = -1, true, []string{notChecked}
-			results[i] = r
-			continue
+			return r, 0
 		}
 		r.Passed, r.Feedback = res.Verdict()
 		r.ExitCode, r.TimedOut, r.Output = res.ExitCode, res.TimedOut, res.Transcript()
 		if r.Passed {
 			r.Points = t.Points
-			points += t.Points
 		}
-		results[i] = r
-	}
+		return r, r.Points
+	})
 	return results, points, nil
 }
 
@@ -475,20 +457,9 @@ const notChecked = "Not checked: the checks before it used up the time a check m
 // ErrAttemptNotFound. An in-progress attempt past its deadline is ended as
 // expired on the way.
 func (s *Service) Results(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Lab, error) {
-	at, err := s.attempts.Owned(ctx, id, a.UserID, a.IsAdmin())
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := s.store.FindLabByID(ctx, at.LabID)
-	return at, l, err
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
+	return attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Lab, error) {
+		return s.store.FindLabByID(ctx, at.LabID)
+	})
 }
 
 // What is kept of checks' output, for admins: at most checkOutputCap of each

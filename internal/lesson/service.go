@@ -165,21 +165,42 @@ func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) 
 		return nil, err
 	}
 	defer s.changed()
-	if n.Slug == "" {
-		n.Slug = Slugify(n.Title)
-	}
 	var f errs.Fields
-	checkText(&f, []any{"name"}, "Name", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"slug"}, n.Slug)
+	n.Title, n.Slug = checkNew(&f, "name", "Name", n.Title, n.Slug)
 	checkDescription(&f, n.Description)
 	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
 	now := s.stamp()
-	m := &Module{Slug: n.Slug, Title: strings.TrimSpace(n.Title), Description: n.Description, OrderIndex: n.OrderIndex,
+	m := &Module{Slug: n.Slug, Title: n.Title, Description: n.Description, OrderIndex: n.OrderIndex,
 		Themes: []*Theme{}, CreatedAt: now, UpdatedAt: now}
 	return m, s.store.CreateModule(ctx, m)
+}
+
+// checkNew validates a new module's or theme's title (the field, shown as
+// label) and slug, made from the title when empty, and returns both, the
+// title trimmed.
+func checkNew(f *errs.Fields, field, label, title, slug string) (string, string) {
+	if slug == "" {
+		slug = Slugify(title)
+	}
+	return *checkNaming(f, field, label, &title, &slug), slug
+}
+
+// checkNaming validates the title (the field, shown as label) and the slug
+// an update gives, and returns the title trimmed.
+func checkNaming(f *errs.Fields, field, label string, title, slug *string) *string {
+	var trimmed *string
+	if title != nil {
+		checkText(f, []any{field}, label, *title, MaxTitleLen)
+		t := strings.TrimSpace(*title)
+		trimmed = &t
+	}
+	if slug != nil {
+		checkSlug(f, []any{"slug"}, *slug)
+	}
+	return trimmed
 }
 
 func checkDescription(f *errs.Fields, d string) {
@@ -195,14 +216,7 @@ func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u M
 	}
 	defer s.changed()
 	var f errs.Fields
-	if u.Title != nil {
-		checkText(&f, []any{"name"}, "Name", *u.Title, MaxTitleLen)
-		t := strings.TrimSpace(*u.Title)
-		u.Title = &t
-	}
-	if u.Slug != nil {
-		checkSlug(&f, []any{"slug"}, *u.Slug)
-	}
+	u.Title = checkNaming(&f, "name", "Name", u.Title, u.Slug)
 	if u.Description != nil {
 		checkDescription(&f, *u.Description)
 	}
@@ -309,12 +323,8 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 		return nil, err
 	}
 	defer s.changed()
-	if n.Slug == "" {
-		n.Slug = Slugify(n.Title)
-	}
 	var f errs.Fields
-	checkText(&f, []any{"title"}, "Title", n.Title, MaxTitleLen)
-	checkSlug(&f, []any{"slug"}, n.Slug)
+	n.Title, n.Slug = checkNew(&f, "title", "Title", n.Title, n.Slug)
 	checkRange(&f, []any{"order_index"}, "order_index", n.OrderIndex, 0, MaxOrderIndex)
 	checkRange(&f, []any{"estimated_minutes"}, "estimated_minutes", n.EstimatedMinutes, 1, MaxMinutes)
 	checkMarkdown(&f, n.Markdown)
@@ -326,7 +336,7 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 		return nil, err
 	}
 	now := s.stamp()
-	t := &Theme{ModuleID: n.ModuleID, Slug: n.Slug, Title: strings.TrimSpace(n.Title), OrderIndex: n.OrderIndex,
+	t := &Theme{ModuleID: n.ModuleID, Slug: n.Slug, Title: n.Title, OrderIndex: n.OrderIndex,
 		EstimatedMinutes: n.EstimatedMinutes, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateTheme(ctx, t, &Content{Markdown: n.Markdown, HTML: html, UpdatedAt: now}); err != nil {
 		if errs.Is(err, errs.NotFound) {
@@ -350,14 +360,7 @@ func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u Th
 	}
 	defer s.changed()
 	var f errs.Fields
-	if u.Title != nil {
-		checkText(&f, []any{"title"}, "Title", *u.Title, MaxTitleLen)
-		t := strings.TrimSpace(*u.Title)
-		u.Title = &t
-	}
-	if u.Slug != nil {
-		checkSlug(&f, []any{"slug"}, *u.Slug)
-	}
+	u.Title = checkNaming(&f, "title", "Title", u.Title, u.Slug)
 	if u.OrderIndex != nil {
 		checkRange(&f, []any{"order_index"}, "order_index", *u.OrderIndex, 0, MaxOrderIndex)
 	}

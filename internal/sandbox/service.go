@@ -79,15 +79,7 @@ func (o *Options) defaults() {
 	if o.Network == "" {
 		o.Network = "tuxlab-sandbox"
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Activity == nil {
-		o.Activity = activity.Discard
-	}
+	activity.Defaults(&o.Now, &o.Log, &o.Activity)
 }
 
 // Service is the sandbox domain.
@@ -201,6 +193,15 @@ type NewContainer struct {
 
 // MaxNameLen bounds a container name.
 const MaxNameLen = 64
+
+// FitName cuts name to MaxNameLen characters, so that a name made from a
+// title (an exam's, a lab's) is always accepted.
+func FitName(name string) string {
+	if r := []rune(name); len(r) > MaxNameLen {
+		return string(r[:MaxNameLen])
+	}
+	return name
+}
 
 // Create makes a sandbox for the actor and starts it: the answer is a running
 // container, or an error and nothing left behind.
@@ -728,9 +729,22 @@ func (s *Service) Touch(ctx context.Context, id int64) (*Container, error) {
 	return s.store.UpdateContainer(ctx, id, func(c *Container) error { c.LastActivityAt = now; return nil })
 }
 
+// idleStop is when sandbox c stops if nothing happens in it, were it running.
+func (s *Service) idleStop(c *Container) time.Time { return c.LastActivityAt.Add(s.opt.IdleTimeout) }
+
+// IdleStopAt is when a running sandbox stops if nothing happens in it;
+// activity moves it. A sandbox not running has none (nil).
+func (s *Service) IdleStopAt(c *Container) *time.Time {
+	if c.Status != StatusRunning {
+		return nil
+	}
+	t := s.idleStop(c)
+	return &t
+}
+
 // Deadline says when a running sandbox will end and why: the idle stop or the lifetime.
 func (s *Service) Deadline(c *Container) (time.Time, string) {
-	idle := c.LastActivityAt.Add(s.opt.IdleTimeout)
+	idle := s.idleStop(c)
 	if c.ExpiresAt.Before(idle) {
 		return c.ExpiresAt, "lifetime"
 	}
@@ -754,7 +768,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 		case !now.Before(c.ExpiresAt):
 			s.opt.Log.Info("removing sandbox at the end of its lifetime", "container_id", c.ID, "user_id", c.UserID)
 			errList = append(errList, s.remove(ctx, c))
-		case c.Status == StatusRunning && !now.Before(c.LastActivityAt.Add(s.opt.IdleTimeout)):
+		case c.Status == StatusRunning && !now.Before(s.idleStop(c)):
 			s.opt.Log.Info("stopping idle sandbox", "container_id", c.ID, "user_id", c.UserID)
 			_, err := s.stop(ctx, c, fmt.Sprintf("Stopped after %s without activity", s.opt.IdleTimeout))
 			errList = append(errList, err)

@@ -9,6 +9,11 @@ import (
 // Counts is what an import did: items created, updated and left unchanged.
 type Counts struct{ Created, Updated, Unchanged int }
 
+// Describe says what an import of items (exams, laboratories) did.
+func (c Counts) Describe(items string) string {
+	return fmt.Sprintf("%s: %d created, %d updated, %d unchanged", items, c.Created, c.Updated, c.Unchanged)
+}
+
 // Upserter imports the authored items of one kind (exams, laboratories) by
 // slug. Each domain passes how it finds, creates, compares and updates its
 // items; importing the same files twice changes nothing.

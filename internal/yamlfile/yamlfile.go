@@ -71,3 +71,40 @@ func Describe(err error) string {
 	}
 	return strings.Join(lines, "; ")
 }
+
+// Problems collects what is wrong with a set of files, so that every
+// problem is reported at once, before anything is written.
+type Problems struct {
+	list []string
+	seen map[string]string // slug → the file that uses it
+}
+
+// Add records a problem of file p.
+func (ps *Problems) Add(p string, err error) {
+	ps.list = append(ps.list, p+": "+Describe(err))
+}
+
+// Addf records a problem as format says.
+func (ps *Problems) Addf(format string, args ...any) {
+	ps.list = append(ps.list, fmt.Sprintf(format, args...))
+}
+
+// Slug records that file p uses slug; a second file with it is a problem.
+func (ps *Problems) Slug(p, slug string) {
+	if ps.seen == nil {
+		ps.seen = map[string]string{}
+	}
+	if prev, ok := ps.seen[slug]; ok {
+		ps.list = append(ps.list, fmt.Sprintf("%s: slug %q already used by %s", p, slug, prev))
+	}
+	ps.seen[slug] = p
+}
+
+// Err is nil without problems, else one error listing them all, for the
+// files of items (exams, laboratories).
+func (ps *Problems) Err(items string) error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s have %d problem(s):\n  %s", items, len(ps.list), strings.Join(ps.list, "\n  "))
+}

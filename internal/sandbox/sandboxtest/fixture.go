@@ -2,6 +2,7 @@ package sandboxtest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/store"
+	"tuxlab/internal/store/storetest"
 )
 
 // Fixture is a sandbox service over the in-memory Engine on a real
@@ -47,4 +49,18 @@ func NewFixture(t *testing.T, db *store.DB) *Fixture {
 	}
 	f.Service, f.BusyBox = svc, tpl.ID
 	return f
+}
+
+// Each runs test in parallel on every database engine, each with a fresh Fixture.
+func Each(t *testing.T, test func(t *testing.T, db *store.DB, x *Fixture)) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) { test(t, db, NewFixture(t, db)) })
+}
+
+// BreakEngine makes every script run from now on fail as an engine that
+// stopped answering does.
+func (f *Fixture) BreakEngine() {
+	f.Engine.RunFn = func(context.Context, string, sandbox.ExecSpec, io.Reader, io.Writer, io.Writer) (int, error) {
+		return -1, fmt.Errorf("%w: connection reset", sandbox.ErrRuntimeUnavailable)
+	}
 }

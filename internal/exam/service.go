@@ -69,7 +69,8 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 		o.Perm = rand.Perm
 	}
 	s := &Service{store: store, sandboxes: sandboxes, opt: o}
-	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now}
+	// An attempt that runs out of time is graded from its saved draft.
+	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now, Ended: s.gradeDraft}
 	return s
 }
 
@@ -480,6 +481,7 @@ func (s *Service) Attempt(ctx context.Context, a actor.Actor, id int64) (*Attemp
 	if err != nil {
 		return nil, nil, err
 	}
+	at = s.gradeDraft(ctx, at) // one whose grading failed when it expired
 	e, err := s.store.FindExamByID(ctx, at.ExamID)
 	return at, e, err
 }

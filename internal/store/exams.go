@@ -69,7 +69,7 @@ func scanQuestion(row scanner) (questionRow, error) {
 
 func scanExamAttempt(row scanner) (*exam.Attempt, error) {
 	var (
-		a                       exam.Attempt
+		a                              exam.Attempt
 		finished, grading, drafted     sql.NullTime
 		answers, results, order, draft string
 		container                      sql.NullInt64

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"tuxlab/internal/errs"
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 )
@@ -120,7 +121,7 @@ func (s *Server) handleProgress(w http.ResponseWriter, r *http.Request) error {
 
 // draftRequest is the answers given so far, in the submit's shape.
 type draftRequest struct {
-	Answers []exam.Answer `json:"answers"`
+	Answers *[]exam.Answer `json:"answers"`
 }
 
 // draftResponse says what was saved and when.
@@ -139,7 +140,12 @@ func (s *Server) handleExamDraft(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	a, _, err := s.exams.SaveDraft(r.Context(), callerOf(r), id, body.Answers)
+	var f errs.Fields
+	requireField(&f, "answers", body.Answers)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	a, _, err := s.exams.SaveDraft(r.Context(), callerOf(r), id, *body.Answers)
 	if err != nil {
 		return locate(err)
 	}

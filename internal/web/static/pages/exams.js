@@ -9,7 +9,7 @@
 import { api, serverOffset } from "../api.js";
 import { h, append, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
-import { containerById, lessonSandbox } from "../sandbox.js";
+import { containerById, lessonSandbox, quotaChoices } from "../sandbox.js";
 import { split } from "./lesson.js";
 
 // How long the page waits after the last change before it saves the draft.
@@ -261,7 +261,7 @@ export async function render(ctx) {
     if (confirm("Submit your answers? Each attempt is graded once.")) submit();
   });
 
-  startBtn.addEventListener("click", async () => {
+  const start = async () => {
     startBtn.disabled = true;
     if (exam.has_practical) clear(status, h("p", null, "Preparing a fresh sandbox for this attempt…"));
     try {
@@ -275,12 +275,16 @@ export async function render(ctx) {
       if (e.status === 409 && other) {
         await resume(other);
         toast("You already had this exam open: carrying on");
+      } else if (e.status === 409 && /quota/i.test(e.message)) {
+        // No room for the attempt's sandbox: offer the one click that frees it.
+        clear(status, h("p", { class: "error" }, e.message), await quotaChoices(start));
       } else {
         clear(status, h("p", { class: "error" }, e.message,
           e.status === 409 && /sandbox/i.test(e.message) ? [" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes")] : null));
       }
     } finally { startBtn.disabled = false; }
-  });
+  };
+  startBtn.addEventListener("click", start);
 
   ctx.cleanup(() => {
     stopClock();

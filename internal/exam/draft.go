@@ -91,3 +91,23 @@ func (s *Service) gradeDraft(ctx context.Context, at *Attempt) *Attempt {
 	}
 	return graded
 }
+
+// endOverdue ends the user's attempts past their deadline as expired, each
+// graded from its draft on the way (see gradeDraft), and returns every
+// attempt of the user, oldest first, as they are then. A start calls it
+// before it removes the sandboxes of ended attempts, so an overdue attempt's
+// practical questions are checked while its sandbox is still there.
+func (s *Service) endOverdue(ctx context.Context, userID int64) ([]*Attempt, error) {
+	ats, err := s.store.FindUserAttempts(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	for i, at := range ats {
+		if at.Due(s.now()) {
+			if ats[i], err = s.attempts.Owned(ctx, at.ID, userID, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ats, nil
+}

@@ -30,17 +30,12 @@ func (s *Service) Progress(ctx context.Context, a actor.Actor) ([]Progress, erro
 	if err != nil {
 		return nil, err
 	}
-	ats, err := s.store.FindUserAttempts(ctx, a.UserID)
+	ats, err := s.endOverdue(ctx, a.UserID)
 	if err != nil {
 		return nil, err
 	}
 	byExam := map[int64][]*Attempt{}
 	for _, at := range ats {
-		if at.Due(s.now()) {
-			if at, err = s.attempts.Owned(ctx, at.ID, a.UserID, false); err != nil {
-				return nil, err
-			}
-		}
 		byExam[at.ExamID] = append(byExam[at.ExamID], at)
 	}
 	out := make([]Progress, len(exams))

@@ -111,6 +111,11 @@ func (s *Service) Start(ctx context.Context, a actor.Actor, examID int64) (*Atte
 		ExpiresAt: now.Add(time.Duration(e.TimeLimitMinutes) * time.Minute), MaxPoints: e.MaxPoints()}, ExamID: e.ID,
 		Order: drawOrder(e, s.opt.Perm)}
 	if e.HasPractical() {
+		// Overdue attempts of other exams are graded from their drafts
+		// before their sandboxes make room for this one.
+		if _, err := s.endOverdue(ctx, a.UserID); err != nil {
+			return nil, nil, err
+		}
 		box, err := s.freshSandbox(ctx, a, e)
 		if err != nil {
 			return nil, nil, err

@@ -246,3 +246,34 @@ func TestLabProgressAndQuota(t *testing.T) {
 		startLab(t, e, alice.Token, one)
 	})
 }
+
+// TestExamDraftGradedWithPractical: an attempt left to run out is graded
+// from its draft, its practical question checked in its own sandbox, even
+// when the learner's next start (of another exam) is what ends it: the
+// sandbox is removed only after the check ran.
+func TestExamDraftGradedWithPractical(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin := e.CreateUser("root", auth.RoleAdmin)
+		alice := e.CreateUser("alice", auth.RoleStudent)
+		first := examPracticalFixture(t, e, admin, "slug=first&title=First&passing_score=50")
+		second := examPracticalFixture(t, e, admin, "slug=second&title=Second")
+		at := startExam(t, e, alice.Token, first.ID)
+		solveIn(t, e, alice, *at.ContainerID)
+		e.Do(apitest.Request{Method: "PUT", Path: fmt.Sprintf("/api/exams/attempts/%d/draft", at.ID), Token: alice.Token,
+			Body: map[string]any{"answers": []map[string]any{{"question_id": first.Questions[0].ID, "choice": at.shown(t, first.Questions[0].ID, "/etc/shadow")}}}}).Expect(t, 200)
+		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE exam_attempts SET expires_at = started_at WHERE id = $1`, at.ID); err != nil {
+			t.Fatal(err)
+		}
+		next := startExam(t, e, alice.Token, second.ID)
+		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *next.ContainerID) })
+		e.Get(fmt.Sprintf("/api/containers/%d", *at.ContainerID), alice.Token).Expect(t, 404) // made room for the new one
+		var res examResultsBody
+		e.Get(fmt.Sprintf("/api/exams/attempts/%d/results", at.ID), alice.Token).Expect(t, 200).JSON(t, &res)
+		// 2 points for the choice, 3 for the practical question, of 7.
+		if res.Status != "expired" || res.Points != 5 || !res.Passed || !res.Questions[0].Correct || !res.Questions[3].Correct {
+			t.Fatalf("the expired attempt: %+v", res)
+		}
+	})
+}

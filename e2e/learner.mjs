@@ -2,7 +2,11 @@
 // sign up, read a lesson, use the terminal (echo, vi, copy and paste, resize
 // and stty size, reload and find the same sandbox, reload with vi open and
 // find the same vi), check a laboratory task
-// before and after solving it, take an exam against its timer, and visit the
+// before and after solving it (the Check button counts down while rate
+// limited), submit it and find it passed on the curriculum, start the next
+// module's laboratory with no clean-up and find it again after a reload, take
+// an exam against its timer (its start frees a place in the sandbox quota
+// with one click; an answer survives a reload), and visit the
 // dashboard, the profile, /docs and (with an admin) the admin page. A
 // screenshot of every page lands in $TUXLAB_SCREENSHOTS (default
 // artifacts/screenshots). Exits non-zero on the first failed expectation, or
@@ -128,7 +132,7 @@ await step("sign up", async () => {
   await check("curriculum");
 });
 
-let lessonURL;
+let lessonURL, labPath;
 await step("read a lesson beside the terminal", async () => {
   await page.click(".modules .module .themes a");
   await page.waitForSelector(".lesson-body h1, .lesson h1");
@@ -332,13 +336,59 @@ await step("check a laboratory task before and after solving it", async () => {
   await page.waitForSelector(".tasks .task:nth-child(2)[data-state=\"fail\"]");
   await page.locator(first).scrollIntoViewIfNeeded();
   await shot("lab-check-passed");
+  // The rest of the tasks, as the lessons teach them (in a new shell if the
+  // server closed this one as idle while the checks ran).
+  if (await page.getAttribute(".term", "data-state") === "exited") {
+    await page.click(".term-host .xterm-screen");
+    await page.keyboard.press("Enter");
+  }
+  await connected();
+  await run("cp incoming/app.conf webapp/shared/config/app.conf && mv incoming/index.html webapp/releases/v2/ && ln -s releases/v2 webapp/current && " +
+    "ln webapp/shared/config/app.conf webapp/releases/v2/app.conf && rm -- incoming/-old.txt && rm -r incoming/cache && echo solved-$((2+1))");
+  await waitScreen(/^solved-3\s*$/m);
+  // A check asked for within the rate limit: the button counts down, disabled.
+  await page.click("text=Check my work");
+  await page.waitForSelector(`button:has-text("Check my work"):not([disabled])`, { timeout: 30000 });
+  await page.click("text=Check my work");
+  await page.waitForFunction(() => [...document.querySelectorAll(".lab-actions button")].some((b) => b.disabled && /^Check \(\d+ s\)$/.test(b.textContent)));
+  await page.waitForSelector(`button:has-text("Check my work"):not([disabled])`, { timeout: 30000 });
+  await page.waitForSelector('.tasks .task:last-child[data-state="pass"]');
   // Submitting ends the attempt and gives its sandbox back, so the next
   // laboratory fits in the sandbox quota: the page says so and closes the terminal.
+  labPath = new URL(page.url()).pathname;
   await page.click('.lab-actions button:has-text("Submit")');
   await page.waitForSelector(".lab-status >> text=sandbox was removed");
   await page.waitForSelector(".term-box .term-placeholder >> text=sandbox was removed");
+  expect(/Submitted: 100% .*, passed\./.test(await page.textContent(".lab-status")), `submitted: ${await page.textContent(".lab-status")}`);
   expect(await page.isVisible("text=Start again"), "no Start again after submitting");
   await shot("lab-submitted");
+});
+
+await step("the curriculum shows the laboratory passed", async () => {
+  await page.click('nav a[href="/"]');
+  const state = `.lab-link:has(a[href="${labPath}"]) .lab-state`;
+  await page.waitForSelector(`${state}[data-state="passed"]`);
+  expect(/Passed · best 100%/.test(await page.textContent(state)), `the card says ${await page.textContent(state)}`);
+  // In a reload (as in a new tab or after signing in again) the lab page
+  // finds the ended attempt from the server and shows its results.
+  await page.goto(base + labPath);
+  await page.waitForSelector(".tasks .task:first-child[data-state=\"pass\"]");
+  expect(await page.isVisible("text=Start again"), "a reload lost the submitted attempt");
+  await page.click('nav a[href="/"]');
+  await page.waitForSelector(".modules .module");
+  await shot("curriculum-lab-passed");
+});
+
+await step("start the next module's laboratory with no clean-up", async () => {
+  await page.click(`.lab-link a[href^="/labs/"]:not([href="${labPath}"])`);
+  await page.waitForSelector(".lab h1");
+  await page.click("text=Start the laboratory");
+  await connected();
+  // A reload finds the attempt in progress and its terminal.
+  await page.reload();
+  await page.waitForSelector(`button:has-text("Check my work"):visible`);
+  await connected();
+  await shot("lab-two-resumed");
 });
 
 await step("take an exam against its timer", async () => {
@@ -350,6 +400,11 @@ await step("take an exam against its timer", async () => {
   await page.waitForSelector(".exam h1");
   expect(await page.$$eval(".exam > .prose li", (els) => els.length) > 0, "the exam's description is not rendered Markdown");
   await page.click("text=Start the exam");
+  // The practice sandbox and the second laboratory's run: no room for the
+  // attempt's own. The page offers to stop one, and starts the exam then.
+  await page.waitForSelector('.quota-choices button:has-text("Stop “Lab: ")');
+  await shot("exam-quota");
+  await page.click('.quota-choices button:has-text("Stop “Lab: ")');
   await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
   // The bundled first exam has practical questions: the attempt gets a fresh
   // sandbox of its own, named in the notice, and its terminal connects.
@@ -357,8 +412,15 @@ await step("take an exam against its timer", async () => {
   await page.waitForSelector('.term[data-state="connected"]', { timeout: 90000 });
   const t1 = await page.textContent(".timer");
   await page.waitForFunction((t) => document.querySelector(".timer").textContent !== t, t1);
-  const first = await page.$('.question input[type="radio"]');
-  if (first) await first.check();
+  // An answer is saved as it is given, and a reload mid-exam keeps it.
+  const radio = await page.$('.question input[type="radio"]');
+  expect(radio, "the exam has no single-choice question");
+  const [name, value] = [await radio.getAttribute("name"), await radio.getAttribute("value")];
+  await radio.check();
+  await page.waitForSelector("form.questions[data-draft-saved]");
+  await page.reload();
+  await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
+  expect(await page.isChecked(`.question input[name="${name}"][value="${value}"]`), "the answer was lost on reload");
   await shot("exam");
   await check("exam attempt");
   await page.click('form.questions button[type="submit"]');
@@ -367,6 +429,11 @@ await step("take an exam against its timer", async () => {
   expect(await page.$$eval(".question > .prose p", (els) => els.length) > 0, "the prompts are not rendered Markdown");
   expect(await page.$$eval(".q-result .prose p", (els) => els.length) > 0, "no explanation rendered from explanation_html");
   await shot("exam-results");
+  // The exam's card knows the best score and the attempts left.
+  await page.click('nav a[href="/exams"]');
+  await page.waitForSelector(".cards .card .exam-state");
+  const state = await page.textContent(".cards .card:first-child .exam-state");
+  expect(/Best \d+%/.test(state) && /2 of 3 attempts left/.test(state), `the exam's card says ${JSON.stringify(state)}`);
 });
 
 let tab;
@@ -382,9 +449,10 @@ await step("dashboard", async () => {
   await page.click('nav a[href="/dashboard"]');
   await page.waitForSelector(".tiles .tile");
   expect(/Lessons/.test(await page.textContent(".tiles")), "no lesson tile");
-  // The practice sandbox and the exam attempt's, with their actions (the
-  // laboratory's went with its submission).
-  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 2);
+  // The practice sandbox, the second laboratory's (stopped for the exam)
+  // and the exam attempt's, with their actions (the first laboratory's went
+  // with its submission).
+  await page.waitForFunction(() => document.querySelectorAll("#sandboxes li").length === 3);
   expect(/running/.test(await page.textContent("#sandboxes ul")), "no running sandbox listed");
   await shot("dashboard", true);
   await check("dashboard", { full: true });

@@ -109,6 +109,11 @@ type Attempt struct {
 	ContainerID *int64
 	Answers     []Answer // as the learner gave them: indexes in the shown order
 	Results     []QuestionResult
+	// Draft is the answers saved while the attempt is in progress (see
+	// SaveDraft), in the submit's shape; DraftSavedAt when, nil before the
+	// first save.
+	Draft        []Answer
+	DraftSavedAt *time.Time
 }
 
 // OrderOf returns the order this attempt shows q's options in: its stored
@@ -231,6 +236,12 @@ type Store interface {
 	FindOpenAttempt(ctx context.Context, examID, userID int64) (*Attempt, error)
 	UpdateAttempt(ctx context.Context, id int64, change func(a *Attempt) error) (*Attempt, error)
 	CountAttempts(ctx context.Context, examID, userID int64) (int, error)
+	// FindUserAttempts returns every attempt of the user, of any exam, oldest first.
+	FindUserAttempts(ctx context.Context, userID int64) ([]*Attempt, error)
+	// SaveDraft stores answers as the draft of attempt id at now, once allow
+	// accepts the attempt as it is with its row locked; allow's error is
+	// returned as is.
+	SaveDraft(ctx context.Context, id int64, answers []Answer, now time.Time, allow func(*Attempt) error) (*Attempt, error)
 	// FindEndedAttemptSandboxes returns the sandboxes, still there, of the
 	// user's exam attempts (of any exam) that are over: submitted, expired,
 	// or in progress past their deadline at now.

@@ -55,7 +55,8 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 		o.Perm = rand.Perm
 	}
 	s := &Service{store: store, sandboxes: sandboxes, opt: o}
-	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now}
+	// An attempt that runs out of time is graded from its saved draft.
+	s.attempts = attempt.Rows[Attempt, *Attempt]{Store: store, NotFound: ErrAttemptNotFound, Now: s.now, Ended: s.gradeDraft}
 	return s
 }
 
@@ -96,6 +97,11 @@ func (s *Service) Start(ctx context.Context, a actor.Actor, examID int64) (*Atte
 		ExpiresAt: now.Add(time.Duration(e.TimeLimitMinutes) * time.Minute), MaxPoints: e.MaxPoints()}, ExamID: e.ID,
 		Order: drawOrder(e, s.opt.Perm)}
 	if e.HasPractical() {
+		// Overdue attempts of other exams are graded from their drafts
+		// before their sandboxes make room for this one.
+		if _, err := s.endOverdue(ctx, a.UserID); err != nil {
+			return nil, nil, err
+		}
 		box, err := s.freshSandbox(ctx, a, e)
 		if err != nil {
 			return nil, nil, err
@@ -452,9 +458,13 @@ func (s *Service) legacySandbox(ctx context.Context, a actor.Actor, e *Exam, id 
 // with its exam; another user's is ErrAttemptNotFound. An attempt past its
 // deadline is ended as expired on the way.
 func (s *Service) Attempt(ctx context.Context, a actor.Actor, id int64) (*Attempt, *Exam, error) {
-	return attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Exam, error) {
+	at, e, err := attempt.OwnedOf(ctx, s.attempts, a, id, func(ctx context.Context, at *Attempt) (*Exam, error) {
 		return s.store.FindExamByID(ctx, at.ExamID)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.gradeDraft(ctx, at), e, nil // one whose grading failed when it expired
 }
 
 // Results returns a finished attempt as Attempt does; one still in progress

@@ -116,11 +116,13 @@ type examAttemptDetailResponse struct {
 	TerminalURL   *string            `json:"terminal_url"`
 	SandboxNotice *string            `json:"sandbox_notice"`
 	Questions     []questionResponse `json:"questions"`
+	// DraftAnswers are the answers saved so far (PUT .../draft).
+	DraftAnswers []exam.Answer `json:"draft_answers"`
 }
 
 func newExamAttemptDetail(a *exam.Attempt, e *exam.Exam) examAttemptDetailResponse {
 	r := examAttemptDetailResponse{examAttemptResponse: newExamAttemptResponse(a), ContainerID: a.ContainerID,
-		Questions: make([]questionResponse, len(e.Questions))}
+		Questions: make([]questionResponse, len(e.Questions)), DraftAnswers: orEmpty(a.Draft)}
 	if a.ContainerID != nil {
 		url := terminalURL(*a.ContainerID)
 		notice := fmt.Sprintf("The practical questions of this attempt are graded in sandbox %d, made fresh for it from the exam's template: "+

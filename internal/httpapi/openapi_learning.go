@@ -136,7 +136,9 @@ var learningSchemas = map[string]any{
 	}),
 	"ExamBody": obj(nil, map[string]any{"description": strSchema,
 		"questions": map[string]any{"type": "array", "items": ref("QuestionInput"), "maxItems": 100, "description": "Replaces the questions; ids are kept by position."}}),
-	"ExamAttempt": closed(append(keys(examAttemptProps), "container_id", "terminal_url", "sandbox_notice", "questions"), withProps(examAttemptProps, map[string]any{
+	"ExamAttempt": closed(append(keys(examAttemptProps), "container_id", "terminal_url", "sandbox_notice", "questions", "draft_answers"), withProps(examAttemptProps, map[string]any{
+		"draft_answers": map[string]any{"type": "array", "items": ref("Answer"),
+			"description": "The answers saved so far with PUT /api/exams/attempts/{id}/draft (empty before the first save), in the submit's shape: a page puts them back in place on a reload or another device."},
 		"container_id": map[string]any{"type": []string{"integer", "null"},
 			"description": "The sandbox made fresh for this attempt, where its practical questions are graded; null when the exam has none (or the attempt began before attempts had their own)."},
 		"terminal_url":   map[string]any{"type": []string{"string", "null"}, "description": "Path of that sandbox's terminal WebSocket; add ?token=."},

@@ -73,6 +73,7 @@ func (s *Server) coreRoutes() []route {
 		{"POST", "/api/exams/{id}/submit", user, s.handleExamSubmit, docExamSubmit},
 		{"GET", "/api/exams/attempts/{id}", user, s.handleExamAttempt, docExamAttempt},
 		{"GET", "/api/exams/attempts/{id}/results", user, s.handleExamResults, docExamResults},
+		{"PUT", "/api/exams/attempts/{id}/draft", user, s.handleExamDraft, docExamDraft},
 
 		// Laboratories
 		{"GET", "/api/laboratories", public, s.handleLabs, docLabs},
@@ -82,6 +83,9 @@ func (s *Server) coreRoutes() []route {
 		{"POST", "/api/laboratories/{id}/check", user, s.labAction(http.StatusOK, s.handleLabCheck), docLabCheck},
 		{"POST", "/api/laboratories/{id}/submit", user, s.labAction(http.StatusOK, s.handleLabSubmit), docLabSubmit},
 		{"GET", "/api/laboratories/attempts/{id}/results", user, s.handleLabResults, docLabResults},
+
+		// Progress
+		{"GET", "/api/progress", user, s.handleProgress, docProgress},
 
 		// Admin: exams and laboratories
 		{"GET", "/api/admin/exams", admin, examAdmin.list, docAdminExams},

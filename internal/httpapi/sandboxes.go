@@ -182,6 +182,8 @@ func (s *Server) handleCreateContainer(w http.ResponseWriter, r *http.Request) e
 	if req.Name != nil {
 		n.Name = *req.Name
 	}
+	// Ended lab attempts' sandboxes hold no place in the quota this counts.
+	s.labs.ReleaseEndedSandboxes(r.Context(), callerOf(r))
 	c, err := s.sandboxes.Create(r.Context(), callerOf(r), n)
 	if err != nil {
 		return errs.In("body", err)

@@ -25,7 +25,7 @@ const (
 	created_at, updated_at`
 	questionColumns    = `id, exam_id, position, kind, prompt, options, points, explanation, answer_key`
 	examAttemptColumns = `id, exam_id, user_id, status, started_at, expires_at, finished_at, grading_since,
-	points, max_points, score, passed, answers, results, option_order, container_id`
+	points, max_points, score, passed, answers, results, option_order, container_id, draft, draft_saved_at`
 )
 
 func scanExam(row scanner) (*exam.Exam, error) {
@@ -69,13 +69,13 @@ func scanQuestion(row scanner) (questionRow, error) {
 
 func scanExamAttempt(row scanner) (*exam.Attempt, error) {
 	var (
-		a                       exam.Attempt
-		finished, grading       sql.NullTime
-		answers, results, order string
-		container               sql.NullInt64
+		a                              exam.Attempt
+		finished, grading, drafted     sql.NullTime
+		answers, results, order, draft string
+		container                      sql.NullInt64
 	)
 	err := row.Scan(&a.ID, &a.ExamID, &a.UserID, &a.Status, &a.StartedAt, &a.ExpiresAt, &finished, &grading,
-		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &answers, &results, &order, &container)
+		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &answers, &results, &order, &container, &draft, &drafted)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, exam.ErrAttemptNotFound
 	}
@@ -91,6 +91,10 @@ func scanExamAttempt(row scanner) (*exam.Attempt, error) {
 	if err := json.Unmarshal([]byte(order), &a.Order); err != nil {
 		return nil, fmt.Errorf("exam attempt %d option order: %w", a.ID, err)
 	}
+	if err := json.Unmarshal([]byte(draft), &a.Draft); err != nil {
+		return nil, fmt.Errorf("exam attempt %d draft: %w", a.ID, err)
+	}
+	a.DraftSavedAt = nullTime(drafted)
 	a.ContainerID = nullInt(container)
 	a.StartedAt, a.ExpiresAt = a.StartedAt.UTC(), a.ExpiresAt.UTC()
 	a.FinishedAt, a.GradingSince = nullTime(finished), nullTime(grading)

@@ -243,6 +243,10 @@ var seamWrites = []seamWrite{
 		a.UserID = u.ID
 		return f.db.Exams().CreateAttempt(ctx, &a, 0)
 	}},
+	{"Exams", "SaveDraft", func(ctx context.Context, f *seamFixture) error {
+		_, err := f.db.Exams().SaveDraft(ctx, f.examTry.ID, []exam.Answer{}, seamNow, func(*exam.Attempt) error { return nil })
+		return err
+	}},
 	{"Exams", "UpdateAttempt", func(ctx context.Context, f *seamFixture) error {
 		_, err := f.db.Exams().UpdateAttempt(ctx, f.examTry.ID, func(a *exam.Attempt) error { a.Points = 1; return nil })
 		return err
@@ -262,8 +266,9 @@ var seamReads = map[string][]string{
 	"Lessons": {"FindModules", "FindModuleByID", "FindThemeByID", "FindThemeContent", "FindCompletions", "CountLessons"},
 	"Sandboxes": {"FindTemplates", "FindTemplateByID", "FindTemplateByName", "FindContainerByID", "FindContainers", "CountRunning",
 		"Setting"},
-	"Labs":     {"FindLabs", "FindLabByID", "FindLabBySlug", "CountAttempts", "FindAttemptByID", "FindOpenAttempt", "FindAttempts"},
-	"Exams":    {"FindExams", "FindExamByID", "FindExamBySlug", "FindEndedAttemptSandboxes", "CountAttempts", "FindAttemptByID", "FindOpenAttempt"},
+	"Labs": {"FindLabs", "FindLabByID", "FindLabBySlug", "CountAttempts", "FindAttemptByID", "FindOpenAttempt", "FindAttempts"},
+	"Exams": {"FindExams", "FindExamByID", "FindExamBySlug", "FindEndedAttemptSandboxes", "CountAttempts", "FindAttemptByID", "FindOpenAttempt",
+		"FindUserAttempts"},
 	"Profiles": {"FindProfile"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }

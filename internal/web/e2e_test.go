@@ -64,7 +64,9 @@ func TestBrowserLearner(t *testing.T) {
 
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.BundledCurriculum = true
-		c.LabCheckInterval = time.Second // the script checks twice in a row
+		// The script checks twice in a row, and once more at once to watch the
+		// Check button count down: long enough to be sure that one is too soon.
+		c.LabCheckInterval = 3 * time.Second
 		// Idle terminals are warned 10 s ahead, so the script can watch the
 		// countdown; every other step types far more often than that.
 		c.TerminalIdleTimeout = 20 * time.Second

@@ -52,3 +52,38 @@ export async function lessonSandbox(say = () => {}, templateId) {
   sessionStorage.setItem(REMEMBER, String(c.id));
   return c;
 }
+
+/**
+ * quotaChoices answers a start refused because the sandbox quota is reached
+ * (409): it lists the learner's running sandboxes, each with the one click
+ * that frees a place, "Stop “Lab: …” and start", which stops that sandbox and
+ * calls retry. It returns an element to show under the refusal.
+ */
+export async function quotaChoices(retry) {
+  const box = document.createElement("div");
+  box.className = "quota-choices";
+  const list = await api("GET", "/api/containers/sandbox").catch(() => []);
+  const running = list.filter((c) => c.status === "running");
+  if (!running.length) return box;
+  const p = document.createElement("p");
+  p.textContent = "Free a place: stop one of your running sandboxes (its files stay; it starts again when you open it).";
+  box.append(p);
+  for (const c of running) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "secondary";
+    b.textContent = `Stop “${c.name}” and start`;
+    b.addEventListener("click", async () => {
+      box.querySelectorAll("button").forEach((x) => { x.disabled = true; });
+      try {
+        await api("POST", `/api/containers/${c.id}/stop`);
+        await retry();
+      } catch (e) {
+        p.textContent = e.message;
+        box.querySelectorAll("button").forEach((x) => { x.disabled = false; });
+      }
+    });
+    box.append(" ", b);
+  }
+  return box;
+}

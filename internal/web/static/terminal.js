@@ -7,6 +7,7 @@
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
 import { h, toast, fmtClock } from "./dom.js";
+import { quotaChoices } from "./sandbox.js";
 
 const THEME = {
   background: "#11151c", foreground: "#d8dee9", cursor: "#7ee787", cursorAccent: "#11151c",
@@ -112,6 +113,16 @@ export class TerminalPanel {
     this.refit();
   }
 
+  /** offerRoom shows, above the terminal, the running sandboxes to stop for this one's place. */
+  async offerRoom() {
+    if (this.offer) this.offer.remove();
+    const offer = await quotaChoices(() => { offer.remove(); this.offer = null; return this.connect(); });
+    if (this.closed || !offer.childElementCount) return;
+    offer.classList.add("term-offer");
+    this.offer = offer;
+    this.root.insertBefore(offer, this.host);
+  }
+
   /** start opens the first connection. */
   start() { this.connect(); return this; }
 
@@ -150,8 +161,10 @@ export class TerminalPanel {
       if (this.closed) return;
       if (e.status === 0 || e.status >= 500) { this.scheduleRetry(e.message); return; }
       this.setState("error", e.message);
-      // Quotas (409): the learner frees a place on the dashboard.
+      // Quotas (409): the learner frees a place here with one click (stop a
+      // running sandbox, then connect again), or on the dashboard.
       if (e.status === 409) this.statusEl.append(" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes"));
+      if (e.status === 409 && /quota/i.test(e.message)) this.offerRoom();
       return;
     }
     if (this.closed) return;

@@ -1,13 +1,16 @@
 // The curriculum: modules in order, each with its lessons, the learner's
-// progress and its laboratory.
+// progress and its laboratory, passed or not with the learner's best score
+// (GET /api/progress: server state, the same in every tab and device).
 import { api } from "../api.js";
 import { h, clear, progressBar } from "../dom.js";
 
 /** render draws the curriculum. */
 export async function render(ctx) {
   ctx.title("Learn");
-  const [modules, labs] = await Promise.all([api("GET", "/api/lessons/modules"), api("GET", "/api/laboratories").catch(() => [])]);
+  const [modules, labs, progress] = await Promise.all([api("GET", "/api/lessons/modules"), api("GET", "/api/laboratories").catch(() => []),
+    api("GET", "/api/progress").catch(() => null)]);
   const labOf = new Map(labs.map((l) => [l.module_id, l]));
+  const standing = new Map((progress ? progress.laboratories : []).map((p) => [p.laboratory_id, p]));
   let done = 0, total = 0, next = null;
   for (const m of modules) {
     done += m.progress.completed;
@@ -33,7 +36,18 @@ export async function render(ctx) {
           h("a", { href: `/lessons/${t.id}` }, h("span", { class: "check", "aria-hidden": "true" }, t.completed ? "✓" : "○"), t.title,
             t.completed ? h("span", { class: "sr" }, " (completed)") : null),
           h("span", { class: "mins" }, `${t.estimated_minutes} min`)))),
-      lab ? h("p", { class: "lab-link" }, h("a", { href: `/labs/${lab.id}` }, h("span", { class: "tag" }, "Laboratory"), " ", lab.title), h("span", { class: "mins" }, `${lab.tasks.length} tasks · ${lab.time_limit_minutes} min`)) : null);
+      lab ? h("p", { class: "lab-link" }, h("a", { href: `/labs/${lab.id}` }, h("span", { class: "tag" }, "Laboratory"), " ", lab.title),
+        h("span", { class: "mins" }, `${lab.tasks.length} tasks · ${lab.time_limit_minutes} min`), labState(standing.get(lab.id))) : null);
   }));
   clear(ctx.main, head, list);
+}
+
+// labState says where the learner stands in a laboratory: passed (with the
+// best score), in progress, tried and not passed, or not started.
+function labState(p) {
+  if (!p || !p.attempts) return h("span", { class: "lab-state", dataset: { state: "new" } }, "Not started");
+  if (p.passed) return h("span", { class: "lab-state pass", dataset: { state: "passed" } }, `✓ Passed · best ${p.best_score}%`);
+  if (p.latest && p.latest.status === "in_progress") return h("span", { class: "lab-state", dataset: { state: "in_progress" } }, "In progress");
+  return h("span", { class: "lab-state fail", dataset: { state: "not_passed" } },
+    p.best_score === null ? "Not passed" : `Not passed · best ${p.best_score}%`);
 }

@@ -1,19 +1,25 @@
 // Exams: the list, and one exam: an attempt's questions (each choice
 // question's options in the order that attempt shows them, which is the
 // order answers use), a timer from the attempt's deadline, the sandbox made
-// for the attempt when it has practical questions, and the results.
+// for the attempt when it has practical questions, and the results. The
+// attempt in progress and its answers are server state: the page saves the
+// answers as the learner gives them (a draft), so a reload, a new sign-in or
+// another device resumes with them in place, and warns before leaving while
+// a save has not completed.
 import { api, serverOffset } from "../api.js";
 import { h, append, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
-import { containerById, lessonSandbox } from "../sandbox.js";
+import { containerById, lessonSandbox, quotaChoices } from "../sandbox.js";
 import { split } from "./lesson.js";
 
-const key = (id) => `tuxlab.exam.${id}`;
+// How long the page waits after the last change before it saves the draft.
+const DRAFT_DELAY = 800;
 
 /** list draws every exam. */
 export async function list(ctx) {
   ctx.title("Exams");
-  const exams = await api("GET", "/api/exams");
+  const [exams, progress] = await Promise.all([api("GET", "/api/exams"), api("GET", "/api/progress").catch(() => null)]);
+  const standing = new Map((progress ? progress.exams : []).map((p) => [p.exam_id, p]));
   clear(ctx.main,
     h("h1", null, "Exams"),
     h("p", { class: "muted" }, "Timed sets of questions; practical ones are checked in your sandbox."),
@@ -21,7 +27,20 @@ export async function list(ctx) {
       h("h2", null, h("a", { href: `/exams/${x.id}` }, x.title)),
       h("p", { class: "muted" }, `${x.question_count} questions · ${x.time_limit_minutes} min · pass at ${x.passing_score}%` +
         (x.max_attempts ? ` · ${x.max_attempts} attempts` : "") + (x.has_practical ? " · practical" : "")),
+      examState(standing.get(x.id)),
       rendered(x.description_html, { first: true })))) : h("p", null, "No exams yet."));
+}
+
+// examState says where the learner stands in an exam: best score, attempts
+// left, an attempt in progress.
+function examState(p) {
+  if (!p) return null;
+  const parts = [];
+  if (p.in_progress_attempt_id) parts.push("In progress");
+  parts.push(p.best_score === null ? "Not attempted yet" : `Best ${p.best_score}%${p.passed ? " · passed" : ""}`);
+  if (p.attempts_left !== null) parts.push(`${p.attempts_left} of ${p.max_attempts} attempts left`);
+  return h("p", { class: "exam-state" + (p.passed ? " pass" : ""), dataset: { bestScore: p.best_score ?? "", attemptsLeft: p.attempts_left ?? "" } },
+    parts.join(" · "));
 }
 
 /** render draws exam ctx.params[0]. */
@@ -30,6 +49,8 @@ export async function render(ctx) {
   const exam = await api("GET", `/api/exams/${id}`);
   ctx.title(exam.title);
   let attempt = null, offset = 0, clock = null, panel = null, submitting = false, inputs = [];
+  // The draft: dirty while a change is not saved yet, saving while a save runs.
+  let dirty = false, saving = null, draftTimer = null;
 
   const timer = h("span", { class: "timer" });
   const status = h("div", { role: "status", "aria-live": "polite" });
@@ -121,9 +142,10 @@ export async function render(ctx) {
   function begin(a, res) {
     attempt = a;
     if (res) { const o = serverOffset(res); offset = Math.abs(o) > 2000 ? o : 0; }
-    sessionStorage.setItem(key(id), JSON.stringify({ id: a.id }));
     inputs = questionItems(a.questions);
     clear(list, inputs.map((x) => x.li));
+    restore(a.draft_answers || []);
+    dirty = false;
     notice.hidden = !a.sandbox_notice;
     notice.textContent = a.sandbox_notice || "";
     startBtn.hidden = true;
@@ -138,10 +160,61 @@ export async function render(ctx) {
   // resume carries on with attempt attemptID, if it is still in progress.
   async function resume(attemptID) {
     const { data, res } = await api("GET", `/api/exams/attempts/${attemptID}`, { full: true });
-    if (data.exam_id !== id || data.status !== "in_progress") { sessionStorage.removeItem(key(id)); return false; }
+    if (data.exam_id !== id || data.status !== "in_progress") return false;
     begin(data, res);
     return true;
   }
+
+  // restore puts saved answers back in place.
+  function restore(saved) {
+    for (const an of saved) {
+      const name = `q${an.question_id}`;
+      if (an.choice !== undefined) {
+        const c = form.querySelector(`input[name="${name}"][value="${an.choice}"]`);
+        if (c) c.checked = true;
+      }
+      for (const v of an.choices || []) {
+        const c = form.querySelector(`input[name="${name}"][value="${v}"]`);
+        if (c) c.checked = true;
+      }
+      if (an.text !== undefined) {
+        const t = form.querySelector(`input[name="${name}"]`);
+        if (t) t.value = an.text;
+      }
+    }
+  }
+
+  // saveDraft sends the answers given so far; a change made meanwhile is
+  // saved after it.
+  async function saveDraft() {
+    clearTimeout(draftTimer);
+    if (!attempt || submitting || !dirty) return;
+    if (saving) { await saving; return saveDraft(); }
+    dirty = false;
+    const at = attempt.id;
+    saving = api("PUT", `/api/exams/attempts/${at}/draft`, { body: { answers: answers() } })
+      .then(() => { form.dataset.draftSaved = "true"; })
+      .catch((e) => {
+        // A 409 means the attempt ended: nothing more to save.
+        if (e.status !== 409 && e.status !== 404) { dirty = true; draftTimer = setTimeout(saveDraft, 5000); }
+      })
+      .finally(() => { saving = null; });
+    await saving;
+  }
+  const changed = () => {
+    if (!attempt || submitting) return;
+    dirty = true;
+    delete form.dataset.draftSaved;
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(saveDraft, DRAFT_DELAY);
+  };
+  form.addEventListener("input", changed);
+  form.addEventListener("change", changed);
+  // Leaving while an answer is not saved yet loses it: say so.
+  const beforeUnload = (e) => {
+    if (attempt && !submitting && attempt.status === "in_progress" && (dirty || saving)) { e.preventDefault(); e.returnValue = ""; }
+  };
+  window.addEventListener("beforeunload", beforeUnload);
 
   async function submit() {
     if (submitting) return;
@@ -150,7 +223,10 @@ export async function render(ctx) {
     try {
       const body = { answers: answers() };
       if (panel && panel.container) body.container_id = panel.container.id;
+      clearTimeout(draftTimer);
       const r = await api("POST", `/api/exams/${id}/submit`, { body });
+      dirty = false;
+      attempt = r;
       showResults(r);
     } catch (e) {
       clear(status, h("p", { class: "error" }, e.message));
@@ -160,7 +236,6 @@ export async function render(ctx) {
 
   function showResults(r) {
     stopClock();
-    sessionStorage.removeItem(key(id));
     timer.textContent = "";
     submitBtn.hidden = true;
     form.querySelectorAll("input").forEach((i) => { i.disabled = true; });
@@ -174,7 +249,7 @@ export async function render(ctx) {
         x.feedback.length ? h("ul", { class: "feedback" }, x.feedback.map((f) => h("li", null, f))) : null);
     }
     clear(status, h("p", { class: "score " + (r.passed ? "pass" : "fail") },
-      r.status === "expired" ? "Time ran out before the answers arrived: the attempt ended with 0%." :
+      r.status === "expired" ? `Time ran out before the answers arrived: graded from your saved answers, ${r.score}% (${r.points}/${r.max_points}), ${r.passed ? "passed" : "not passed"}.` :
         `Your score: ${r.score}% (${r.points}/${r.max_points}), ${r.passed ? "passed" : "not passed"}.`));
     startBtn.hidden = false;
     startBtn.textContent = "Try again";
@@ -186,7 +261,7 @@ export async function render(ctx) {
     if (confirm("Submit your answers? Each attempt is graded once.")) submit();
   });
 
-  startBtn.addEventListener("click", async () => {
+  const start = async () => {
     startBtn.disabled = true;
     if (exam.has_practical) clear(status, h("p", null, "Preparing a fresh sandbox for this attempt…"));
     try {
@@ -200,14 +275,25 @@ export async function render(ctx) {
       if (e.status === 409 && other) {
         await resume(other);
         toast("You already had this exam open: carrying on");
+      } else if (e.status === 409 && /quota/i.test(e.message)) {
+        // No room for the attempt's sandbox: offer the one click that frees it.
+        clear(status, h("p", { class: "error" }, e.message), await quotaChoices(start));
       } else {
         clear(status, h("p", { class: "error" }, e.message,
           e.status === 409 && /sandbox/i.test(e.message) ? [" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes")] : null));
       }
     } finally { startBtn.disabled = false; }
-  });
+  };
+  startBtn.addEventListener("click", start);
 
-  ctx.cleanup(() => { stopClock(); if (panel) panel.dispose(); });
-  const saved = JSON.parse(sessionStorage.getItem(key(id)) || "null");
-  if (saved && saved.id) await resume(saved.id).catch(() => sessionStorage.removeItem(key(id)));
+  ctx.cleanup(() => {
+    stopClock();
+    saveDraft();
+    window.removeEventListener("beforeunload", beforeUnload);
+    if (panel) panel.dispose();
+  });
+  // The attempt in progress, wherever it was started.
+  const progress = await api("GET", "/api/progress").catch(() => null);
+  const mine = progress && progress.exams.find((p) => p.exam_id === id);
+  if (mine && mine.in_progress_attempt_id) await resume(mine.in_progress_attempt_id).catch(() => false);
 }

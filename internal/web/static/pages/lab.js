@@ -1,13 +1,14 @@
 // A laboratory: its tasks, a Check button with per-task results and their
 // FAIL: reasons, a Submit button, the time left, and the attempt's sandbox
-// in a terminal.
+// in a terminal. The learner's latest attempt comes from the server
+// (GET /api/progress), so a new tab, a reload or a new sign-in finds it:
+// in progress it resumes with its terminal, ended it shows its results.
 import { api, serverOffset } from "../api.js";
 import { h, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
-import { containerById } from "../sandbox.js";
+import { containerById, quotaChoices } from "../sandbox.js";
 import { split } from "./lesson.js";
 
-const key = (id) => `tuxlab.lab.${id}`;
 const sandboxRemoved = "This attempt's sandbox was removed when it ended, so it no longer counts against your sandbox quota. " +
   "Start the laboratory again for a fresh one.";
 
@@ -17,17 +18,17 @@ export async function render(ctx) {
   const lab = await api("GET", `/api/laboratories/${id}`);
   ctx.title(lab.title);
 
-  let attempt = null, offset = 0, panel = null, clock = null;
-  const stored = Number(sessionStorage.getItem(key(id)));
-  if (stored) {
-    attempt = await api("GET", `/api/laboratories/attempts/${stored}/results`).catch(() => null);
-    if (!attempt || attempt.laboratory_id !== id) { attempt = null; sessionStorage.removeItem(key(id)); }
-  }
+  let attempt = null, offset = 0, panel = null, clock = null, best = null;
+  const progress = await api("GET", "/api/progress").catch(() => null);
+  const mine = progress && progress.laboratories.find((l) => l.laboratory_id === id);
+  if (mine) best = mine.best_score;
+  if (mine && mine.latest) attempt = await api("GET", `/api/laboratories/attempts/${mine.latest.id}/results`).catch(() => null);
 
   const status = h("div", { class: "lab-status", role: "status", "aria-live": "polite" });
   const timer = h("span", { class: "timer", "aria-live": "off" });
   const startBtn = h("button", { type: "button" }, "Start the laboratory");
-  const checkBtn = h("button", { type: "button", class: "secondary", "data-focus-after-terminal": "" }, "Check my work");
+  const checkLabel = "Check my work";
+  const checkBtn = h("button", { type: "button", class: "secondary", "data-focus-after-terminal": "" }, checkLabel);
   const submitBtn = h("button", { type: "button", class: "ghost" }, "Submit");
   const taskItems = lab.tasks.map((t, i) => {
     const result = h("div", { class: "task-result", "aria-live": "polite" });
@@ -65,8 +66,10 @@ export async function render(ctx) {
     checkBtn.hidden = submitBtn.hidden = !open;
     if (!open) {
       stopClock();
+      if (a.status !== "expired") best = Math.max(best ?? 0, a.score);
       clear(status, h("p", { class: a.passed ? "pass" : "fail" },
         a.status === "expired" ? "Time ran out: this attempt has ended." : `Submitted: ${a.score}% (${a.points}/${a.max_points} points), ${a.passed ? "passed" : "not passed"}.`),
+        best !== null ? h("p", { class: "muted best-score" }, `Your best score: ${best}%`) : null,
         a.sandbox_removed_at ? h("p", { class: "muted" }, sandboxRemoved) : null);
       if (a.sandbox_removed_at) closeTerminal();
     } else if (a.last_check_at) {
@@ -104,12 +107,11 @@ export async function render(ctx) {
   function adopt(a, res) {
     attempt = a;
     if (res) { const o = serverOffset(res); offset = Math.abs(o) > 2000 ? o : 0; }
-    sessionStorage.setItem(key(id), String(a.id));
     showResults(a);
     if (a.status === "in_progress") { startClock(a); openTerminal(a); }
   }
 
-  startBtn.addEventListener("click", async () => {
+  const start = async () => {
     startBtn.disabled = true;
     clear(status, h("p", null, "Preparing your sandbox: creating it and running the laboratory's setup…"));
     try {
@@ -124,17 +126,32 @@ export async function render(ctx) {
         const { data, res } = await api("GET", `/api/laboratories/attempts/${other}/results`, { full: true });
         adopt(data, res);
         toast("You already had this laboratory open: carrying on");
+      } else if (e.status === 409 && /quota/i.test(e.message)) {
+        // The quota is full: offer the one click that frees a place.
+        clear(status, h("p", { class: "error" }, e.message), await quotaChoices(start));
       } else {
         clear(status, h("p", { class: "error" }, e.message,
           e.status === 409 ? [" ", h("a", { href: "/dashboard#sandboxes" }, "Manage your sandboxes")] : null));
       }
     } finally { startBtn.disabled = false; }
-  });
+  };
+  startBtn.addEventListener("click", start);
 
   // A check asked for too soon (the server allows one per attempt every few
   // seconds, counted from the end of the last) is not refused to the
-  // learner: the page says when it will run and runs it then.
+  // learner: the button counts down, disabled, "Check (4 s)", and the check
+  // runs when it reaches zero.
   let retryTimer;
+  const countdown = (wait) => new Promise((done) => {
+    clearInterval(retryTimer);
+    const tick = () => {
+      if (wait <= 0) { clearInterval(retryTimer); checkBtn.textContent = checkLabel; done(); return; }
+      checkBtn.textContent = `Check (${wait} s)`;
+      wait--;
+    };
+    tick();
+    retryTimer = setInterval(tick, 1000);
+  });
   const check = async () => {
     checkBtn.disabled = true;
     clear(status, h("p", null, "Checking every task in your sandbox…"));
@@ -143,10 +160,10 @@ export async function render(ctx) {
       checkBtn.disabled = false;
     } catch (e) {
       if (e.status === 429) {
-        const wait = Number(e.res.headers.get("Retry-After")) || 5;
+        const wait = Math.max(1, Number(e.res.headers.get("Retry-After")) || 5);
         clear(status, h("p", null, `One check at a time, a few seconds apart: this one runs in ${wait} s`));
-        clearTimeout(retryTimer);
-        retryTimer = setTimeout(check, wait * 1000);
+        await countdown(wait);
+        check();
       } else {
         clear(status, h("p", { class: "error" }, e.message));
         checkBtn.disabled = false;
@@ -163,7 +180,7 @@ export async function render(ctx) {
     } catch (e) { clear(status, h("p", { class: "error" }, e.message)); } finally { submitBtn.disabled = false; }
   });
 
-  ctx.cleanup(() => { stopClock(); clearTimeout(retryTimer); if (panel) panel.dispose(); });
+  ctx.cleanup(() => { stopClock(); clearInterval(retryTimer); if (panel) panel.dispose(); });
   if (attempt) adopt(attempt);
   else { checkBtn.hidden = submitBtn.hidden = true; }
 }

@@ -255,11 +255,13 @@ ensure_lxcfs() {
 	lxcfs_live && return 0
 	[ -e /dev/fuse ] || { say "no /dev/fuse: LXCFS cannot run"; return 1; }
 	command -v lxcfs >/dev/null || apt_install lxcfs || return 1
-	mkdir -p "$LXCFS_DIR" || return 1
-	if mountpoint -q "$LXCFS_DIR"; then # left behind by a dead lxcfs
+	# A mount left behind by a dead lxcfs answers every stat with ENOTCONN
+	# (mkdir and mountpoint fail on it), so it is found in the mount table.
+	if awk -v d="$LXCFS_DIR" '$2 == d {found=1} END {exit !found}' /proc/self/mounts; then
 		say "unmounting the stale LXCFS at $LXCFS_DIR"
 		fusermount -u "$LXCFS_DIR" 2>/dev/null || umount -l "$LXCFS_DIR" || return 1
 	fi
+	mkdir -p "$LXCFS_DIR" || return 1
 	if has_systemd && systemctl cat lxcfs.service >/dev/null 2>&1; then
 		if [ ! -f /etc/systemd/system/lxcfs.service.d/tuxlab.conf ]; then
 			mkdir -p /etc/systemd/system/lxcfs.service.d
@@ -273,7 +275,8 @@ ensure_lxcfs() {
 	fi
 	if ! lxcfs_live; then
 		say "starting lxcfs (log: /var/log/tuxlab-lxcfs.log)"
-		nohup lxcfs "${LXCFS_ARGS[@]}" "$LXCFS_DIR" >>/var/log/tuxlab-lxcfs.log 2>&1 &
+		# Its own session: it must outlive the shell (and process group) that started it.
+		setsid -f lxcfs "${LXCFS_ARGS[@]}" "$LXCFS_DIR" >>/var/log/tuxlab-lxcfs.log 2>&1 </dev/null
 	fi
 	for _ in $(seq 20); do
 		lxcfs_live && return 0

@@ -122,12 +122,8 @@ func TestLabEndToEnd(t *testing.T) {
 		e.Get(fmt.Sprintf("/api/containers/%d", *at.ContainerID), bob.Token).Expect(t, 404)
 
 		// Solve the first task as a learner would: in the terminal.
-		tc, _, err := dialTerminal(t, e, *at.ContainerID, alice.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.send("echo 'hello tuxlab' > ~/hello.txt && echo written-$((40+2))\n")
-		tc.waitFor("written-42")
+		tc := e.OpenTerminal(t, terminalPath(*at.ContainerID), alice.Token, 80, 24)
+		tc.Exchange("echo 'hello tuxlab' > ~/hello.txt && echo written-$((40+2))\n", "written-42")
 
 		var checked labAttemptBody
 		check := fmt.Sprintf("/api/laboratories/%d/check", labID)
@@ -151,8 +147,7 @@ func TestLabEndToEnd(t *testing.T) {
 		}
 
 		// The rest, then submit: graded once.
-		tc.send("mkdir -p ~/projects && echo made-$((6*7))\n")
-		tc.waitFor("made-42")
+		tc.Exchange("mkdir -p ~/projects && echo made-$((6*7))\n", "made-42")
 		var done labAttemptBody
 		submit := fmt.Sprintf("/api/laboratories/%d/submit", labID)
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token}).Expect(t, 200).JSON(t, &done)

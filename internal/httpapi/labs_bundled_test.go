@@ -133,7 +133,7 @@ func TestBundledProcessesLabAfterRestart(t *testing.T) {
 			}
 		}
 	}
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", *b.attempt.ContainerID), Token: b.learner.Token}).Expect(t, 200)
+	stopSandbox(t, e, b.learner.Token, *b.attempt.ContainerID)
 	restarted := b.check() // starts the sandbox again
 	for i, task := range restarted.Tasks[:4] {
 		if task.Passed || len(task.Feedback) == 0 || !strings.Contains(task.Feedback[0], "restarted") {

@@ -60,8 +60,7 @@ func TestLabsInARowWithinDefaultQuotas(t *testing.T) {
 		var abandoned labAttemptBody
 		for i, id := range labs {
 			at := startLab(t, e, alice.Token, id)
-			var mine []containerBody
-			e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+			mine := listSandboxes(t, e, alice.Token)
 			if len(mine) != 2 {
 				t.Fatalf("lab %d: %d sandboxes, want the lesson's and this lab's", i, len(mine))
 			}

@@ -58,15 +58,13 @@ func TestDomainMetrics(t *testing.T) {
 	e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "alice"}}).Expect(t, http.StatusUnprocessableEntity)
 
 	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: alice.Token}).Expect(t, 200)
+	stopSandbox(t, e, alice.Token, c.ID)
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: alice.Token}).Expect(t, 200)
 	e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID)
 
 	mod := loadFixture(t, e)["shell"]
 	labID := createLab(t, e, admin, fmt.Sprintf("slug=metrics-lab&title=Metrics&module_id=%d&template_id=%d", mod, busyboxTemplate(t, e)), fixtureLabBody())
-	var at labAttemptBody
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
+	startLab(t, e, alice.Token, labID)
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: alice.Token}).Expect(t, 200)
 
 	// An exam with a practical question: its start makes a sandbox, its

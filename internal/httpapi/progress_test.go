@@ -85,9 +85,9 @@ func TestExamProgress(t *testing.T) {
 		// Right on the single choice only: 2 of 4 points.
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		right := map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": at.shown(t, ex.Questions[0].ID, "/etc/shadow")}}}
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: right}).Expect(t, 200)
+		post(e, alice.Token, submit, right).Expect(t, 200)
 		second := startExam(t, e, alice.Token, ex.ID)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 200)
+		post(e, alice.Token, submit, noAnswers()).Expect(t, 200)
 
 		p = getProgress(t, e, alice.Token)
 		got := p.Exams[0]
@@ -242,7 +242,7 @@ func TestLabProgressAndQuota(t *testing.T) {
 			t.Fatalf("ran out: %+v", l)
 		}
 		// And lab 1 starts again past the practice sandboxes once one is deleted: nothing of the labs is in the way.
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
+		deleteSandbox(t, e, alice.Token, c.ID)
 		startLab(t, e, alice.Token, one)
 	})
 }

@@ -113,8 +113,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 		if c.Status != "running" || c.StartedAt == nil || c.TemplateID != tpl || c.Name != "BusyBox" || c.TerminalURL != fmt.Sprintf("/ws/terminal/%d", c.ID) {
 			t.Fatalf("created %+v", c)
 		}
-		var list []containerBody
-		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		list := listSandboxes(t, e, u.Token)
 		if len(list) != 1 || list[0].ID != c.ID || list[0].Status != "running" {
 			t.Fatalf("list %+v", list)
 		}
@@ -172,7 +171,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 			t.Fatalf("stopped %+v", got)
 		}
 		e.DialTerminal(t, "/ws/terminal/"+fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil).ExpectClosed(http.StatusConflict, "Container is not running: start it first")
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+		stopSandbox(t, e, u.Token, c.ID)
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: u.Token}).Expect(t, 200).JSON(t, &got)
 		if got.Status != "running" || got.StoppedAt != nil {
 			t.Fatalf("restarted %+v", got)
@@ -182,7 +181,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 			t.Fatalf("get %+v", got)
 		}
 		eid := engineID(t, e, c.ID)
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+		deleteSandbox(t, e, u.Token, c.ID)
 		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 404)
 		if _, err := e.App.Sandboxes.Get(context.Background(), actor.AsAdmin(), c.ID); err == nil {
 			t.Fatal("row survived delete")
@@ -221,8 +220,7 @@ func TestSandboxOwnership(t *testing.T) {
 		e.DialTerminal(t, "/ws/terminal/"+id+"?token="+other.Token, nil).ExpectClosed(404, "Container not found")
 		e.DialTerminal(t, "/ws/terminal/"+id+"?token=not-a-token", nil).ExpectClosed(401, "Could not validate credentials")
 		e.DialTerminal(t, "/ws/terminal/"+id+"?token="+owner.Token, http.Header{"Origin": {"https://evil.example.net"}}).ExpectClosed(403, "Origin not allowed")
-		var list []containerBody
-		e.Get("/api/containers/sandbox", other.Token).Expect(t, 200).JSON(t, &list)
+		list := listSandboxes(t, e, other.Token)
 		if len(list) != 0 {
 			t.Fatalf("other user sees %+v", list)
 		}
@@ -265,7 +263,7 @@ func TestSandboxQuotas(t *testing.T) {
 		if r := create(u.Token).Expect(t, http.StatusConflict); !strings.Contains(r.Detail(), "Running sandbox quota reached") {
 			t.Fatalf("detail %q", r.Detail())
 		}
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", first.ID), Token: u.Token}).Expect(t, 200)
+		stopSandbox(t, e, u.Token, first.ID)
 		var second containerBody
 		create(u.Token).Expect(t, http.StatusCreated).JSON(t, &second)
 		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), second.ID) })
@@ -345,7 +343,7 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 			q := fmt.Sprintf("name=debian-like&image=%s&memory_mb=%d&cpu_millis=%d&pids_limit=%d&cap_add=%s&no_new_privileges=false&network=true&shell=/bin/sh+-l",
 				apitest.TestImage, tpl.MemoryMB, tpl.CPUMillis, tpl.PidsLimit, strings.Join(tpl.CapAdd, ","))
 			e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?" + q, Token: root.Token}).Expect(t, 201).JSON(t, &debian)
-			e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+			deleteSandbox(t, e, u.Token, c.ID)
 			d := createSandbox(t, e, u.Token, debian.ID)
 			res := inspect(d.ID).Container
 			hc := res.HostConfig
@@ -552,7 +550,7 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 		var ids []int64
 		for range 2 {
 			c := createSandbox(t, e, u.Token, tpl)
-			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+			stopSandbox(t, e, u.Token, c.ID)
 			ids = append(ids, c.ID)
 		}
 		var reqs []apitest.Request
@@ -564,8 +562,7 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 		if statuses[0] != 200 || statuses[1] != 409 {
 			t.Fatalf("statuses %v: want one start and one 409", statuses)
 		}
-		var list []containerBody
-		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		list := listSandboxes(t, e, u.Token)
 		running := 0
 		for _, c := range list {
 			if c.Status == "running" {
@@ -672,7 +669,7 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	}
 	name := fmt.Sprintf("tuxlab-sandbox-%s-u%d", e.App.Sandboxes.Instance()[:8], alice.ID)
 	for _, c := range []containerBody{a1, a2} {
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
+		deleteSandbox(t, e, alice.Token, c.ID)
 	}
 	docker, err := client.New(client.FromEnv)
 	if err != nil {
@@ -803,7 +800,7 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	if !strings.Contains(got.StatusDetail, "disk limit") {
 		t.Fatalf("after reconciliation: %+v", got)
 	}
-	e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", filler.ID), Token: u.Token}).Expect(t, 200)
+	deleteSandbox(t, e, u.Token, filler.ID)
 }
 
 // writeRefused reports whether a write failed on a disk quota: ENOSPC from

@@ -83,11 +83,7 @@ func waitTerminalsClosed(t *testing.T, e *apitest.Env) {
 // execOut runs a script as the sandbox's owner and returns its stdout.
 func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(userID), id, sandbox.Script{Text: script})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Stdout
+	return execIn(t, e, userID, id, sandbox.Script{Text: script}).Stdout
 }
 
 // learnerRuns types script into a new terminal of sandbox id, as a learner
@@ -466,7 +462,7 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 	tpl := busyboxTemplate(t, e)
 	running := createSandbox(t, e, owner.Token, tpl)
 	stopped := createSandbox(t, e, owner.Token, tpl)
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", stopped.ID), Token: owner.Token}).Expect(t, 200)
+	stopSandbox(t, e, owner.Token, stopped.ID)
 	busy := createSandbox(t, e, other.Token, tpl)
 	taken := e.OpenTerminal(t, busy.TerminalURL, other.Token, 80, 24) // its one place
 	taken.Exchange("echo taken-$((1+1))\n", "taken-2")

@@ -128,8 +128,7 @@ func createExam(t *testing.T, e *apitest.Env, admin *apitest.User, query string,
 func TestExamAttemptLifecycle(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=70&max_attempts=2", fixtureExamBody())
 		if ex.MaxPoints != 4 || ex.QuestionCount != 3 || ex.MaxAttempts != 2 {
@@ -235,8 +234,7 @@ func TestExamAttemptLifecycle(t *testing.T) {
 func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=5", fixtureExamBody())
 		start, submit := fmt.Sprintf("/api/exams/%d/start", ex.ID), fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		answers := map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": 1}}}
@@ -284,8 +282,7 @@ func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 func TestAdminExamAuthoring(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 
 		// YAML body, as the files are written.
 		yamlBody := "description: From YAML\nquestions:\n  - kind: single_choice\n    prompt: Pick b\n    options: [a, b]\n    answer: 1\n"
@@ -380,8 +377,7 @@ func TestAdminExamAuthoring(t *testing.T) {
 func TestExamOptionOrder(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		// Twenty options: two attempts showing the same order, or an attempt
 		// showing the authored one, is a chance of one in 20! (2.4e18).
@@ -484,8 +480,7 @@ func TestExamOptionOrder(t *testing.T) {
 func TestExamAnswerShapes(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		tpl := busyboxTemplate(t, e)
 		body := fixtureExamBody()
 		body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
@@ -555,8 +550,7 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := examPracticalFixture(t, e, admin, "slug=practical&title=Practical")
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
@@ -638,8 +632,7 @@ func TestExamSandboxQuota(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		ex := examPracticalFixture(t, e, admin, "slug=quota&title=Quota&max_attempts=1")
 		tpl := busyboxTemplate(t, e)
 		a := createSandbox(t, e, alice.Token, tpl)
@@ -669,8 +662,7 @@ func TestExamLegacyAttemptSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := examPracticalFixture(t, e, admin, "slug=legacy&title=Legacy")
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)

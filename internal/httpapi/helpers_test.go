@@ -7,12 +7,19 @@ import (
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
 	"tuxlab/internal/sandbox"
 )
 
 // The requests the exam, lab and sandbox tests repeat. Each returns the
 // response, or checks the status and fails the test as Expect does, so a
 // failure still names the status and body it got.
+
+// rootAndAlice creates the admin "root" and the learner "alice" whom most
+// exam and lab tests act as.
+func rootAndAlice(e *apitest.Env) (admin, alice *apitest.User) {
+	return e.CreateUser("root", auth.RoleAdmin), e.CreateUser("alice", auth.RoleStudent)
+}
 
 // post sends body (nil for none) to path as the user with token.
 func post(e *apitest.Env, token, path string, body any) *apitest.Response {

@@ -80,8 +80,7 @@ func TestLabEndToEnd(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		mod := loadFixture(t, e)["shell"]
 		labID := createLab(t, e, admin, fmt.Sprintf("slug=hello-lab&title=Hello&module_id=%d&template_id=%d&time_limit_minutes=30", mod, busyboxTemplate(t, e)), fixtureLabBody())
@@ -176,8 +175,7 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.CheckTimeout = 2 * time.Second; c.LabCheckInterval = time.Millisecond })
-	admin := e.CreateUser("root", auth.RoleAdmin)
-	alice := e.CreateUser("alice", auth.RoleStudent)
+	admin, alice := rootAndAlice(e)
 	hang := "#!/bin/sh\n# lab-check-secret-hang\nsleep 600\n"
 	flood := "#!/bin/sh\n# lab-check-secret-flood\nhead -c 10000000 /dev/zero | tr '\\0' x\necho\necho 'FAIL: flooded'\nexit 1\n"
 	apitest.RegisterSecret(hang, "a hanging check")
@@ -230,8 +228,7 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		tpl := busyboxTemplate(t, e)
 
 		// A YAML body; updates keep task ids by position.

@@ -49,8 +49,7 @@ func TestDomainMetrics(t *testing.T) {
 	// A pool size without the pool running: a poolable template's creation
 	// finds no warm sandbox (a miss).
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.MetricsToken = token; c.SandboxPoolSize = 1 })
-	admin := e.CreateUser("root", auth.RoleAdmin)
-	alice := e.CreateUser("alice", auth.RoleStudent)
+	admin, alice := rootAndAlice(e)
 	before := scrape(t, e, token)
 
 	login(e, "alice", "not-her-password").Expect(t, http.StatusUnauthorized)

@@ -56,8 +56,7 @@ func getProgress(t *testing.T, e *apitest.Env, token string) progressBody {
 func TestExamProgress(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=50&max_attempts=3", fixtureExamBody())
 		unlimited := createExam(t, e, admin, "slug=free&title=Free", fixtureExamBody())
@@ -119,8 +118,7 @@ type examAttemptDraft struct {
 func TestExamDrafts(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=50", fixtureExamBody())
 		at := startExam(t, e, alice.Token, ex.ID)
@@ -194,8 +192,7 @@ func TestLabProgressAndQuota(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		tpl := busyboxTemplate(t, e)
 		check := "#!/bin/sh\n# lab-check-secret-progress\n[ -f /home/learner/done ] || { echo 'FAIL: not done'; exit 1; }\n"
@@ -255,8 +252,7 @@ func TestExamDraftGradedWithPractical(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		first := examPracticalFixture(t, e, admin, "slug=first&title=First&passing_score=50")
 		second := examPracticalFixture(t, e, admin, "slug=second&title=Second")
 		at := startExam(t, e, alice.Token, first.ID)

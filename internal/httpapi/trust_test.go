@@ -115,8 +115,7 @@ func TestChecksCannotBeFooledByTheLearnersPrograms(t *testing.T) {
 	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(trustBashCheck, "a bash check")
 		apitest.RegisterSecret(trustShCheck, "an sh check")
 		labID := debianLab(t, e, admin, "trust", map[string]any{"title": "State", "check": trustBashCheck}, map[string]any{"title": "Other", "check": trustShCheck})
@@ -171,8 +170,7 @@ func TestTamperedSystemFilesStopChecks(t *testing.T) {
 	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(tamperCheck, "a check that always passes")
 		labID := debianLab(t, e, admin, "tamper", map[string]any{"title": "One", "check": tamperCheck}, map[string]any{"title": "Two", "check": tamperCheck})
 		at := startLab(t, e, alice.Token, labID)
@@ -382,8 +380,7 @@ func TestExamPracticalOnATamperedSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(examCheckSecret, "a practical check")
 		tpl := busyboxTemplate(t, e)
 		body := fixtureExamBody()

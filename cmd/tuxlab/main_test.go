@@ -133,22 +133,15 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	env := testEnv(t, store.SQLite)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logR, logW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		// A generous grace: the in-flight registration hashes at production cost,
-		// which takes long under the race detector on a busy machine.
-		done <- run(ctx, []string{"serve", "--shutdown-grace", "2m"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
-		logW.Close()
-	}()
-	sc := bufio.NewScanner(logR)
-	addr := waitForLog(t, sc, "serving").Addr
+	// A generous grace: the in-flight registration hashes at production cost,
+	// which takes long under the race detector on a busy machine.
+	srv := startServe(ctx, env, "--shutdown-grace", "2m")
+	addr := waitForLog(t, srv.log, "serving").Addr
 	shuttingDown := make(chan struct{})
 	go func() {
-		waitForLog(t, sc, "shutting down: waiting for in-flight requests")
+		waitForLog(t, srv.log, "shutting down: waiting for in-flight requests")
 		close(shuttingDown)
-		for sc.Scan() {
-		}
+		srv.drain()
 	}()
 
 	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != 200 {
@@ -186,12 +179,36 @@ func TestServeShutsDownGracefully(t *testing.T) {
 		t.Fatal("a new request was served after shutdown")
 	}
 	select {
-	case err := <-done:
+	case err := <-srv.done:
 		if err != nil {
 			t.Fatalf("serve returned %v", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not return after shutdown")
+	}
+}
+
+// serving is `tuxlab serve` run in the background by a test: its log, to
+// read line by line, and what run returned.
+type serving struct {
+	log  *bufio.Scanner
+	done chan error
+}
+
+// startServe runs `tuxlab serve args...` with env until ctx ends.
+func startServe(ctx context.Context, env map[string]string, args ...string) *serving {
+	logR, logW := io.Pipe()
+	s := &serving{log: bufio.NewScanner(logR), done: make(chan error, 1)}
+	go func() {
+		s.done <- run(ctx, append([]string{"serve"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
+		logW.Close()
+	}()
+	return s
+}
+
+// drain reads the rest of the log, so that serve never waits to write it.
+func (s *serving) drain() {
+	for s.log.Scan() {
 	}
 }
 
@@ -392,19 +409,10 @@ func TestDebugListener(t *testing.T) {
 	env := testEnv(t, store.SQLite)
 	env["TUXLAB_DEBUG_ADDR"] = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
-	logR, logW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
-		logW.Close()
-	}()
-	sc := bufio.NewScanner(logR)
-	debugAddr := waitForLog(t, sc, "serving profiles").Addr
-	addr := waitForLog(t, sc, "serving").Addr
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	srv := startServe(ctx, env)
+	debugAddr := waitForLog(t, srv.log, "serving profiles").Addr
+	addr := waitForLog(t, srv.log, "serving").Addr
+	go srv.drain()
 	for _, c := range []struct {
 		url    string
 		status int
@@ -423,7 +431,7 @@ func TestDebugListener(t *testing.T) {
 		}
 	}
 	cancel()
-	if err := <-done; err != nil {
+	if err := <-srv.done; err != nil {
 		t.Fatalf("serve returned %v", err)
 	}
 }
@@ -440,18 +448,9 @@ func TestServeRemovesItsWarmPool(t *testing.T) {
 	env["DOCKER_HOST"] = os.Getenv("DOCKER_HOST")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logR, logW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, logW)
-		logW.Close()
-	}()
-	sc := bufio.NewScanner(logR)
-	waitForLog(t, sc, "serving")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	srv := startServe(ctx, env)
+	waitForLog(t, srv.log, "serving")
+	go srv.drain()
 	instance := setting(t, env, "sandbox_instance_id")
 	mine := map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: instance}
 	t.Cleanup(func() { removeAll(rt, mine) })
@@ -470,7 +469,7 @@ func TestServeRemovesItsWarmPool(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	cancel() // SIGTERM
-	if err := <-done; err != nil {
+	if err := <-srv.done; err != nil {
 		t.Fatalf("serve returned %v", err)
 	}
 	if list, err := rt.List(context.Background(), mine); err != nil || len(list) != 0 {

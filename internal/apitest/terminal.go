@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -50,15 +51,36 @@ func (e *Env) OpenTerminal(t testing.TB, path, token string, cols, rows int) *Te
 // session (the id of a Terminal's Session message); "" opens a new shell.
 func (e *Env) ReopenTerminal(t testing.TB, path, token string, cols, rows int, session string) *Terminal {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	q := url.Values{"token": {token}, "cols": {strconv.Itoa(cols)}, "rows": {strconv.Itoa(rows)}}
 	if session != "" {
 		q.Set("session", session)
 	}
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path+"?"+q.Encode(), nil)
+	return e.DialTerminal(t, path+"?"+q.Encode(), nil)
+}
+
+// DialTerminal opens the terminal socket at target (a terminal_url and its
+// query, sent as they are) with the request headers header, and closes it
+// when the test ends. A refused upgrade fails the test; a terminal refused
+// after the upgrade ends its socket, which ExpectClosed checks.
+func (e *Env) DialTerminal(t testing.TB, target string, header http.Header) *Terminal {
+	t.Helper()
+	return DialTerminalURL(t, "ws"+strings.TrimPrefix(e.URL, "http")+target, header)
+}
+
+// DialTerminalURL is DialTerminal at a whole ws:// address, for a server
+// that is not the Env's own (one started with App.Serve).
+func DialTerminalURL(t testing.TB, wsURL string, header http.Header) *Terminal {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: header})
 	if err != nil {
-		t.Fatalf("open the terminal %s: %v", path, err)
+		path, _, _ := strings.Cut(wsURL, "?") // not the token
+		status := "no response"
+		if resp != nil {
+			status = resp.Status
+		}
+		t.Fatalf("open the terminal %s (a refused terminal must still be upgraded, to tell why): %v (%s)", path, err, status)
 	}
 	conn.SetReadLimit(1 << 20)
 	tm := &Terminal{t: t, conn: conn, changed: make(chan struct{}), done: make(chan struct{})}
@@ -107,6 +129,41 @@ func (tm *Terminal) Type(s string) {
 		}
 		s = s[n:]
 	}
+}
+
+// SendControl sends the control message m (a JSON text frame), as the page
+// does for a resize.
+func (tm *Terminal) SendControl(m map[string]any) {
+	tm.t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		tm.t.Fatalf("encoding the control message %v: %v", m, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tm.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		tm.t.Fatalf("sending the control message %s: %v; the terminal printed %s", b, err, tm.Tail())
+	}
+}
+
+// TerminalWait is how long AwaitText and Exchange wait, which only guards
+// against a hung test.
+const TerminalWait = 30 * time.Second
+
+// AwaitText waits until the output from byte offset from on contains s, as
+// it came (escape sequences included), failing as Await does.
+func (tm *Terminal) AwaitText(s string, from int) {
+	tm.t.Helper()
+	tm.Await(regexp.MustCompile(regexp.QuoteMeta(s)), from, TerminalWait)
+}
+
+// Exchange types input and waits until what the terminal printed from then
+// on contains want.
+func (tm *Terminal) Exchange(input, want string) {
+	tm.t.Helper()
+	from := len(tm.Output())
+	tm.Type(input)
+	tm.AwaitText(want, from)
 }
 
 // Output is everything the shell printed so far, as it came.
@@ -344,5 +401,33 @@ func (e *Env) WaitTerminalsClosed(t testing.TB, within time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d terminals still open %s after they were closed", e.App.Terminals.Open(), within)
 		}
+	}
+}
+
+// ExpectClosed waits until the server has closed the socket and checks that
+// it said why as a terminal does: its last error message carries status and
+// detail, and the close frame has the code 4000+status and detail as its
+// reason. Every text frame must have been JSON.
+func (tm *Terminal) ExpectClosed(status int, detail string) {
+	tm.t.Helper()
+	ended := tm.Ended(TerminalWait)
+	var ce websocket.CloseError
+	if !errors.As(ended, &ce) {
+		tm.t.Fatalf("the terminal did not close: %v; control %v", ended, tm.Control())
+	}
+	var errMsg map[string]any
+	for _, m := range tm.Control() {
+		switch m["type"] {
+		case "not JSON":
+			tm.t.Fatalf("text frame is not JSON: %q", m["text"])
+		case "error":
+			errMsg = m
+		}
+	}
+	if errMsg == nil || errMsg["status"] != float64(status) || errMsg["detail"] != detail {
+		tm.t.Fatalf("error message %v, want status %d and detail %q", errMsg, status, detail)
+	}
+	if ce.Code != websocket.StatusCode(4000+status) || ce.Reason != detail {
+		tm.t.Fatalf("closed with %d %q, want %d %q", ce.Code, ce.Reason, 4000+status, detail)
 	}
 }

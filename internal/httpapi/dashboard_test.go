@@ -85,8 +85,7 @@ func TestDashboardFollowsAScriptedLearner(t *testing.T) {
 			clock := &pinnedClock{}
 			clock.Set("2026-03-02T10:00:00Z")
 			e := apitest.New(t, eng, func(c *config.Config) { c.Now = clock.Now })
-			admin := e.CreateUser("root", auth.RoleAdmin)
-			alice := e.CreateUser("alice", auth.RoleStudent)
+			admin, alice := rootAndAlice(e)
 			bob := e.CreateUser("bob", auth.RoleStudent)
 			ids := loadFixture(t, e) // two modules: shell (2 themes), files (1 theme)
 			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/admin/lessons/themes?module_id=%d&title=Extra&estimated_minutes=4", ids["files"]),

@@ -72,7 +72,7 @@ func (a examAttemptBody) options(qid int64) []string {
 func startExam(t *testing.T, e *apitest.Env, token string, examID int64) examAttemptBody {
 	t.Helper()
 	var at examAttemptBody
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", examID), Token: token}).Expect(t, 201).JSON(t, &at)
+	post(e, token, fmt.Sprintf("/api/exams/%d/start", examID), nil).Expect(t, 201).JSON(t, &at)
 	return at
 }
 
@@ -121,15 +121,14 @@ func fixtureExamBody() map[string]any {
 func createExam(t *testing.T, e *apitest.Env, admin *apitest.User, query string, body any) examBody {
 	t.Helper()
 	var ex examBody
-	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/exams?" + query, Token: admin.Token, Body: body}).Expect(t, 201).JSON(t, &ex)
+	post(e, admin.Token, "/api/admin/exams?"+query, body).Expect(t, 201).JSON(t, &ex)
 	return ex
 }
 
 func TestExamAttemptLifecycle(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=70&max_attempts=2", fixtureExamBody())
 		if ex.MaxPoints != 4 || ex.QuestionCount != 3 || ex.MaxAttempts != 2 {
@@ -149,7 +148,7 @@ func TestExamAttemptLifecycle(t *testing.T) {
 			}
 		}
 		e.Get("/api/exams/99999", "").Expect(t, 404)
-		e.Do(apitest.Request{Method: "POST", Path: "/api/exams/99999/start", Token: alice.Token}).Expect(t, 404)
+		post(e, alice.Token, "/api/exams/99999/start", nil).Expect(t, 404)
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID)}).Expect(t, 401)
 
 		// Start; a second start names the attempt in progress.
@@ -163,7 +162,7 @@ func TestExamAttemptLifecycle(t *testing.T) {
 			AttemptID int64  `json:"attempt_id"`
 			ExpiresAt string `json:"expires_at"`
 		}
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 409).JSON(t, &clash)
+		post(e, alice.Token, start, nil).Expect(t, 409).JSON(t, &clash)
 		if clash.AttemptID != at.ID || clash.ExpiresAt != at.ExpiresAt {
 			t.Fatalf("409 names attempt %d, want %d: %s", clash.AttemptID, at.ID, clash.Detail)
 		}
@@ -182,12 +181,12 @@ func TestExamAttemptLifecycle(t *testing.T) {
 			{"answers": []map[string]any{{"question_id": q[0].ID, "choice": 1}, {"question_id": q[0].ID, "choice": 1}}},
 			{"answers": "all of them"},
 		} {
-			r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: bad}).Expect(t, 422)
+			r := post(e, alice.Token, submit, bad).Expect(t, 422)
 			if l := locs(t, r); len(l) == 0 || !strings.HasPrefix(l[0], "body") {
 				t.Fatalf("422 locations %v", l)
 			}
 		}
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: bob.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409)
+		post(e, bob.Token, submit, noAnswers()).Expect(t, 409)
 
 		// First attempt: single right (2), multiple wrong (a subset), short text right
 		// despite case and spaces (1): 3 of 4 = 75, passed at 70. Options are
@@ -211,7 +210,7 @@ func TestExamAttemptLifecycle(t *testing.T) {
 				at.options(q[0].ID), at.options(q[1].ID))
 		}
 		// Graded once: a second submit is refused and changes nothing.
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409)
+		post(e, alice.Token, submit, noAnswers()).Expect(t, 409)
 		var again examResultsBody
 		e.Get(results, alice.Token).Expect(t, 200).JSON(t, &again)
 		if again.Score != 75 || again.Status != "submitted" {
@@ -221,12 +220,12 @@ func TestExamAttemptLifecycle(t *testing.T) {
 		e.Get(results, admin.Token).Expect(t, 200)
 
 		// Second attempt, nothing answered: 0, failed. Then no attempts are left.
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 200).JSON(t, &res)
+		post(e, alice.Token, start, nil).Expect(t, 201)
+		post(e, alice.Token, submit, noAnswers()).Expect(t, 200).JSON(t, &res)
 		if res.Score != 0 || res.Passed {
 			t.Fatalf("empty submission %+v", res)
 		}
-		if r := e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "No attempts left") {
+		if r := post(e, alice.Token, start, nil).Expect(t, 409); !strings.Contains(r.Detail(), "No attempts left") {
 			t.Fatalf("third start: %s", r.Body)
 		}
 	})
@@ -235,15 +234,14 @@ func TestExamAttemptLifecycle(t *testing.T) {
 func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=5", fixtureExamBody())
 		start, submit := fmt.Sprintf("/api/exams/%d/start", ex.ID), fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		answers := map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": 1}}}
 
 		// Two submits at once: exactly one grades.
 		var at struct{ ID int64 }
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		post(e, alice.Token, start, nil).Expect(t, 201).JSON(t, &at)
 		reqs := make([]apitest.Request, 8)
 		for i := range reqs {
 			reqs[i] = apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: answers}
@@ -264,11 +262,11 @@ func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 		}
 
 		// A submit after the deadline is refused and ends the attempt as expired.
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		post(e, alice.Token, start, nil).Expect(t, 201).JSON(t, &at)
 		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE exam_attempts SET expires_at = started_at WHERE id = $1`, at.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: answers}).Expect(t, 409); !strings.Contains(r.Detail(), "time limit") {
+		if r := post(e, alice.Token, submit, answers).Expect(t, 409); !strings.Contains(r.Detail(), "time limit") {
 			t.Fatalf("late submit: %s", r.Body)
 		}
 		var res examResultsBody
@@ -277,15 +275,14 @@ func TestExamDeadlineAndConcurrentSubmits(t *testing.T) {
 			t.Fatalf("expired attempt %+v", res)
 		}
 		// An expired attempt no longer blocks a new start.
-		e.Do(apitest.Request{Method: "POST", Path: start, Token: alice.Token}).Expect(t, 201)
+		post(e, alice.Token, start, nil).Expect(t, 201)
 	})
 }
 
 func TestAdminExamAuthoring(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 
 		// YAML body, as the files are written.
 		yamlBody := "description: From YAML\nquestions:\n  - kind: single_choice\n    prompt: Pick b\n    options: [a, b]\n    answer: 1\n"
@@ -366,7 +363,7 @@ func TestAdminExamAuthoring(t *testing.T) {
 		}
 
 		// Delete: with attempts only with cascade.
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID), Token: alice.Token}).Expect(t, 201)
+		post(e, alice.Token, fmt.Sprintf("/api/exams/%d/start", ex.ID), nil).Expect(t, 201)
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/exams/%d", ex.ID), Token: admin.Token}).Expect(t, 409)
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/exams/%d?cascade=true", ex.ID), Token: admin.Token}).Expect(t, 200)
 		e.Get(fmt.Sprintf("/api/exams/%d", ex.ID), "").Expect(t, 404)
@@ -380,8 +377,7 @@ func TestAdminExamAuthoring(t *testing.T) {
 func TestExamOptionOrder(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		// Twenty options: two attempts showing the same order, or an attempt
 		// showing the authored one, is a chance of one in 20! (2.4e18).
@@ -484,8 +480,7 @@ func TestExamOptionOrder(t *testing.T) {
 func TestExamAnswerShapes(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		tpl := busyboxTemplate(t, e)
 		body := fixtureExamBody()
 		body["questions"] = append(body["questions"].([]map[string]any), map[string]any{
@@ -555,8 +550,7 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := examPracticalFixture(t, e, admin, "slug=practical&title=Practical")
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
@@ -586,7 +580,7 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 		// Graded in the attempt's sandbox, not in her other one where the
 		// file exists: unsolved, the check's FAIL line is the feedback.
 		var res examResultsBody
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		post(e, alice.Token, submit, empty).Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; p.Correct || len(p.Feedback) != 1 || p.Feedback[0] != "/tmp/exam-practical-done does not exist" || p.Output != nil {
 			t.Fatalf("unsolved practical %+v", p)
 		}
@@ -599,7 +593,7 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 		}
 		e.Get(fmt.Sprintf("/api/containers/%d", *first.ContainerID), alice.Token).Expect(t, 404) // replaced
 		solveIn(t, e, alice, *second.ContainerID)
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", *second.ContainerID), Token: alice.Token}).Expect(t, 200)
+		stopSandbox(t, e, alice.Token, *second.ContainerID)
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": *second.ContainerID}}).
 			Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; !p.Correct || p.Points != 3 || res.Points != 3 {
@@ -610,12 +604,11 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 		// sandbox again, where nothing is solved.
 		third := startExam(t, e, alice.Token, ex.ID)
 		e.Get(fmt.Sprintf("/api/containers/%d", *second.ContainerID), alice.Token).Expect(t, 404)
-		var mine []containerBody
-		e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+		mine := listSandboxes(t, e, alice.Token)
 		if len(mine) != 2 {
 			t.Fatalf("alice has %d sandboxes, want her own and the attempt's: %+v", len(mine), mine)
 		}
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		post(e, alice.Token, submit, empty).Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; p.Correct || res.Points != 0 {
 			t.Fatalf("a retake passed on the previous attempt's state: %+v", p)
 		}
@@ -624,8 +617,8 @@ func TestExamPracticalFreshSandbox(t *testing.T) {
 		// keeping the attempt open, and no other sandbox stands in for it.
 		fourth := startExam(t, e, alice.Token, ex.ID)
 		e.Get(fmt.Sprintf("/api/containers/%d", *third.ContainerID), alice.Token).Expect(t, 404)
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", *fourth.ContainerID), Token: alice.Token}).Expect(t, 200)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: empty}).Expect(t, 200).JSON(t, &res)
+		deleteSandbox(t, e, alice.Token, *fourth.ContainerID)
+		post(e, alice.Token, submit, empty).Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; p.Correct || len(p.Feedback) != 1 || !strings.Contains(p.Feedback[0], "no longer exists") {
 			t.Fatalf("practical with the attempt's sandbox deleted: %+v", p)
 		}
@@ -639,24 +632,22 @@ func TestExamSandboxQuota(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		ex := examPracticalFixture(t, e, admin, "slug=quota&title=Quota&max_attempts=1")
 		tpl := busyboxTemplate(t, e)
 		a := createSandbox(t, e, alice.Token, tpl)
 		createSandbox(t, e, alice.Token, tpl) // two running: the default running quota is full
 
-		r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/exams/%d/start", ex.ID), Token: alice.Token}).Expect(t, 409)
+		r := post(e, alice.Token, fmt.Sprintf("/api/exams/%d/start", ex.ID), nil).Expect(t, 409)
 		if d := r.Detail(); !strings.Contains(d, "fresh sandbox") || !strings.Contains(d, "stop one") {
 			t.Fatalf("start with a full quota: %s", r.Body)
 		}
-		var mine []containerBody
-		e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+		mine := listSandboxes(t, e, alice.Token)
 		if len(mine) != 2 {
 			t.Fatalf("a refused start left %d sandboxes", len(mine))
 		}
 		// Stopping one makes room; the refused start used none of her one attempt.
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", a.ID), Token: alice.Token}).Expect(t, 200)
+		stopSandbox(t, e, alice.Token, a.ID)
 		if at := startExam(t, e, alice.Token, ex.ID); at.ContainerID == nil {
 			t.Fatalf("start %+v", at)
 		}
@@ -671,18 +662,17 @@ func TestExamLegacyAttemptSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := examPracticalFixture(t, e, admin, "slug=legacy&title=Legacy")
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		at := startExam(t, e, alice.Token, ex.ID)
 		// As the attempt would be without its sandbox.
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", *at.ContainerID), Token: alice.Token}).Expect(t, 200)
+		deleteSandbox(t, e, alice.Token, *at.ContainerID)
 		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE exam_attempts SET container_id = NULL WHERE id = $1`, at.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r := e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 409); !strings.Contains(r.Detail(), "sandbox") {
+		if r := post(e, alice.Token, submit, noAnswers()).Expect(t, 409); !strings.Contains(r.Detail(), "sandbox") {
 			t.Fatalf("submit without a sandbox: %s", r.Body)
 		}
 		tpl := busyboxTemplate(t, e)
@@ -691,7 +681,7 @@ func TestExamLegacyAttemptSandbox(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}, "container_id": other.ID}}).Expect(t, 422)
 		solveIn(t, e, alice, c.ID)
 		var res examResultsBody
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 200).JSON(t, &res)
+		post(e, alice.Token, submit, noAnswers()).Expect(t, 200).JSON(t, &res)
 		if p := res.Questions[3]; !p.Correct {
 			t.Fatalf("legacy attempt, solved in the learner's sandbox: %+v", p)
 		}

@@ -133,7 +133,7 @@ func TestBundledProcessesLabAfterRestart(t *testing.T) {
 			}
 		}
 	}
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", *b.attempt.ContainerID), Token: b.learner.Token}).Expect(t, 200)
+	stopSandbox(t, e, b.learner.Token, *b.attempt.ContainerID)
 	restarted := b.check() // starts the sandbox again
 	for i, task := range restarted.Tasks[:4] {
 		if task.Passed || len(task.Feedback) == 0 || !strings.Contains(task.Feedback[0], "restarted") {
@@ -149,17 +149,13 @@ func TestBundledShopMustSurviveTheTerminal(t *testing.T) {
 	t.Parallel()
 	e := bundledEnv(t)
 	b := startBundled(t, e, "networking-lab")
-	tc, _, err := dialTerminal(t, e, *b.attempt.ContainerID, b.learner.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := e.OpenTerminal(t, terminalPath(*b.attempt.ContainerID), b.learner.Token, 80, 24)
 	listening := func() bool {
 		return strings.Contains(b.run("ss -tlnH 'sport = :8080'", false), "127.0.0.1:8080")
 	}
 	for i, start := range []string{"tinyhttp 127.0.0.1 8080 >/dev/null 2>&1 &", "nohup tinyhttp 127.0.0.1 8080 >/dev/null 2>&1 &",
 		"setsid tinyhttp 127.0.0.1 8080 >/dev/null 2>&1 < /dev/null &"} {
-		tc.send(fmt.Sprintf("%s echo started-$((%d*7))\n", start, i+6))
-		tc.waitFor(fmt.Sprintf("started-%d", (i+6)*7))
+		tc.Exchange(fmt.Sprintf("%s echo started-$((%d*7))\n", start, i+6), fmt.Sprintf("started-%d", (i+6)*7))
 		eventually(t, 30*time.Second, "the shop to listen", listening)
 		task := b.check().Tasks[3]
 		if pass := i > 0; task.Passed != pass {

@@ -10,7 +10,6 @@ import (
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
-	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
 )
@@ -50,8 +49,7 @@ func TestLabsInARowWithinDefaultQuotas(t *testing.T) {
 		if e.Config.SandboxMaxPerUser != 3 || e.Config.SandboxMaxRunningPerUser != 2 {
 			t.Fatalf("quotas %d/%d, want the defaults 3/2", e.Config.SandboxMaxPerUser, e.Config.SandboxMaxRunningPerUser)
 		}
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		createSandbox(t, e, alice.Token, busyboxTemplate(t, e)) // the lesson's sandbox, running throughout
 		labs := make([]int64, 5)
 		for i := range labs {
@@ -60,8 +58,7 @@ func TestLabsInARowWithinDefaultQuotas(t *testing.T) {
 		var abandoned labAttemptBody
 		for i, id := range labs {
 			at := startLab(t, e, alice.Token, id)
-			var mine []containerBody
-			e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+			mine := listSandboxes(t, e, alice.Token)
 			if len(mine) != 2 {
 				t.Fatalf("lab %d: %d sandboxes, want the lesson's and this lab's", i, len(mine))
 			}
@@ -101,8 +98,7 @@ func TestLabAttemptsPerDay(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		check := "#!/bin/sh\n# lab-check-secret-daily\nexit 1\n"
 		id := oneTaskLab(t, e, admin, "daily", check)
 		other := oneTaskLab(t, e, admin, "daily-other", check)
@@ -143,8 +139,7 @@ func TestLabChecksNeverOverlap(t *testing.T) {
 		clock := newClock()
 		e = e.Replica(withClock(clock))
 		other := e.Replica()
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		// The check waits while /tmp/hold exists, so the test decides when it ends.
 		id := oneTaskLab(t, e, admin, "slow", "#!/bin/sh\n# lab-check-secret-slow\n"+
 			"if [ -f /tmp/hold ]; then touch /tmp/running; while [ -f /tmp/hold ]; do sleep 1; done; fi\nexit 0\n")
@@ -211,8 +206,7 @@ func TestLabCheckIsBounded(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		flood := "#!/bin/sh\n# lab-check-secret-bounded-flood\necho nice=$(cut -d' ' -f19 /proc/$$/stat)\n" +
 			"head -c 100000 /dev/zero | tr '\\0' o\necho\nhead -c 100000 /dev/zero | tr '\\0' e >&2\necho 'FAIL: flooded'\nexit 1\n"
 		hang := "#!/bin/sh\n# lab-check-secret-bounded-hang\nsleep 600\n"

@@ -70,7 +70,7 @@ func fixtureLabBody() map[string]any {
 func createLab(t *testing.T, e *apitest.Env, admin *apitest.User, query string, body any) int64 {
 	t.Helper()
 	var l struct{ ID int64 }
-	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/laboratories?" + query, Token: admin.Token, Body: body}).Expect(t, 201).JSON(t, &l)
+	post(e, admin.Token, "/api/admin/laboratories?"+query, body).Expect(t, 201).JSON(t, &l)
 	return l.ID
 }
 
@@ -80,8 +80,7 @@ func TestLabEndToEnd(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		mod := loadFixture(t, e)["shell"]
 		labID := createLab(t, e, admin, fmt.Sprintf("slug=hello-lab&title=Hello&module_id=%d&template_id=%d&time_limit_minutes=30", mod, busyboxTemplate(t, e)), fixtureLabBody())
@@ -106,7 +105,7 @@ func TestLabEndToEnd(t *testing.T) {
 
 		// Start: a sandbox is provisioned and the setup ran in it.
 		var at labAttemptBody
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/start", labID), nil).Expect(t, 201).JSON(t, &at)
 		if at.Status != "in_progress" || at.ContainerID == nil || at.TerminalURL == nil || at.MaxPoints != 4 {
 			t.Fatalf("attempt %+v", at)
 		}
@@ -114,24 +113,20 @@ func TestLabEndToEnd(t *testing.T) {
 		var clash struct {
 			AttemptID int64 `json:"attempt_id"`
 		}
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 409).JSON(t, &clash)
+		post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/start", labID), nil).Expect(t, 409).JSON(t, &clash)
 		if clash.AttemptID != at.ID {
 			t.Fatalf("409 names %d, want %d", clash.AttemptID, at.ID)
 		}
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: bob.Token}).Expect(t, 409)
+		post(e, bob.Token, fmt.Sprintf("/api/laboratories/%d/check", labID), nil).Expect(t, 409)
 		e.Get(fmt.Sprintf("/api/containers/%d", *at.ContainerID), bob.Token).Expect(t, 404)
 
 		// Solve the first task as a learner would: in the terminal.
-		tc, _, err := dialTerminal(t, e, *at.ContainerID, alice.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.send("echo 'hello tuxlab' > ~/hello.txt && echo written-$((40+2))\n")
-		tc.waitFor("written-42")
+		tc := e.OpenTerminal(t, terminalPath(*at.ContainerID), alice.Token, 80, 24)
+		tc.Exchange("echo 'hello tuxlab' > ~/hello.txt && echo written-$((40+2))\n", "written-42")
 
 		var checked labAttemptBody
 		check := fmt.Sprintf("/api/laboratories/%d/check", labID)
-		e.Do(apitest.Request{Method: "POST", Path: check, Token: alice.Token}).Expect(t, 200).JSON(t, &checked)
+		post(e, alice.Token, check, nil).Expect(t, 200).JSON(t, &checked)
 		if checked.Status != "in_progress" || checked.Checks != 1 || len(checked.Tasks) != 3 {
 			t.Fatalf("check %+v", checked)
 		}
@@ -145,21 +140,20 @@ func TestLabEndToEnd(t *testing.T) {
 			t.Fatal("a learner sees a check's output")
 		}
 		// The rate limit.
-		r := e.Do(apitest.Request{Method: "POST", Path: check, Token: alice.Token}).Expect(t, 429)
+		r := post(e, alice.Token, check, nil).Expect(t, 429)
 		if r.Header.Get("Retry-After") == "" {
 			t.Fatal("429 without Retry-After")
 		}
 
 		// The rest, then submit: graded once.
-		tc.send("mkdir -p ~/projects && echo made-$((6*7))\n")
-		tc.waitFor("made-42")
+		tc.Exchange("mkdir -p ~/projects && echo made-$((6*7))\n", "made-42")
 		var done labAttemptBody
 		submit := fmt.Sprintf("/api/laboratories/%d/submit", labID)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token}).Expect(t, 200).JSON(t, &done)
+		post(e, alice.Token, submit, nil).Expect(t, 200).JSON(t, &done)
 		if done.Status != "submitted" || done.Points != 4 || done.Score != 100 || !done.Passed {
 			t.Fatalf("submitted %+v", done)
 		}
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token}).Expect(t, 409)
+		post(e, alice.Token, submit, nil).Expect(t, 409)
 		results := fmt.Sprintf("/api/laboratories/attempts/%d/results", at.ID)
 		e.Get(results, alice.Token).Expect(t, 200).JSON(t, &done)
 		if done.Score != 100 || done.Status != "submitted" {
@@ -181,8 +175,7 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.CheckTimeout = 2 * time.Second; c.LabCheckInterval = time.Millisecond })
-	admin := e.CreateUser("root", auth.RoleAdmin)
-	alice := e.CreateUser("alice", auth.RoleStudent)
+	admin, alice := rootAndAlice(e)
 	hang := "#!/bin/sh\n# lab-check-secret-hang\nsleep 600\n"
 	flood := "#!/bin/sh\n# lab-check-secret-flood\nhead -c 10000000 /dev/zero | tr '\\0' x\necho\necho 'FAIL: flooded'\nexit 1\n"
 	apitest.RegisterSecret(hang, "a hanging check")
@@ -192,12 +185,10 @@ func TestLabChecksFailHangAndFlood(t *testing.T) {
 		map[string]any{"title": "Hang", "check": hang}, map[string]any{"title": "Flood", "check": flood})
 	labID := createLab(t, e, admin, fmt.Sprintf("slug=hard-lab&title=Hard&template_id=%d", busyboxTemplate(t, e)), body)
 
-	var at labAttemptBody
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
+	at := startLab(t, e, alice.Token, labID)
 
 	var checked labAttemptBody
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: alice.Token}).Expect(t, 200).JSON(t, &checked)
+	post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/check", labID), nil).Expect(t, 200).JSON(t, &checked)
 	tasks := checked.Tasks
 	if tasks[0].Passed || len(tasks[0].Feedback) != 1 || tasks[0].Feedback[0] != "/home/learner/hello.txt does not exist" {
 		t.Fatalf("unsolved task %+v", tasks[0])
@@ -237,8 +228,7 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		tpl := busyboxTemplate(t, e)
 
 		// A YAML body; updates keep task ids by position.
@@ -279,11 +269,11 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 
 		// A submit after the deadline is refused and ends the attempt as expired.
 		var at labAttemptBody
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", l.ID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/start", l.ID), nil).Expect(t, 201).JSON(t, &at)
 		if _, err := e.DB.SQL().ExecContext(context.Background(), `UPDATE lab_attempts SET expires_at = started_at WHERE id = $1`, at.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/submit", l.ID), Token: alice.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "time limit") {
+		if r := post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/submit", l.ID), nil).Expect(t, 409); !strings.Contains(r.Detail(), "time limit") {
 			t.Fatalf("late submit: %s", r.Body)
 		}
 		e.Get(fmt.Sprintf("/api/laboratories/attempts/%d/results", at.ID), alice.Token).Expect(t, 200).JSON(t, &at)
@@ -293,7 +283,7 @@ func TestLabDeadlineQuotaAndAuthoring(t *testing.T) {
 
 		// The learner's sandbox quota holds for labs too: nothing is left behind.
 		createSandbox(t, e, alice.Token, tpl)
-		if r := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", l.ID), Token: alice.Token}).Expect(t, 409); !strings.Contains(r.Detail(), "quota") {
+		if r := post(e, alice.Token, fmt.Sprintf("/api/laboratories/%d/start", l.ID), nil).Expect(t, 409); !strings.Contains(r.Detail(), "quota") {
 			t.Fatalf("start past the quota: %s", r.Body)
 		}
 		if n, err := e.DB.Labs().CountAttempts(context.Background(), l.ID); err != nil || n != 1 {
@@ -347,7 +337,7 @@ func TestSandboxExecSeam(t *testing.T) {
 	if _, err := run(owner, sandbox.Script{Text: strings.Repeat("#", sandbox.MaxScriptBytes+1)}); err == nil {
 		t.Fatal("an oversized script ran")
 	}
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: alice.Token}).Expect(t, 200)
+	stopSandbox(t, e, alice.Token, c.ID)
 	if _, err := run(owner, sandbox.Script{Text: "true"}); !errors.Is(err, sandbox.ErrNotRunning) {
 		t.Fatalf("a stopped sandbox: %v", err)
 	}
@@ -362,15 +352,9 @@ func TestSandboxKeepAliveIsOutOfReach(t *testing.T) {
 	e := apitest.New(t, "sqlite")
 	alice := e.CreateUser("alice", auth.RoleStudent)
 	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
-	ctx := context.Background()
-	owner := actor.User(alice.ID)
 	run := func(sc sandbox.Script) *sandbox.Result {
 		t.Helper()
-		res, err := e.App.Sandboxes.Exec(ctx, owner, c.ID, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return execIn(t, e, alice.ID, c.ID, sc)
 	}
 	if res := run(sandbox.Script{Text: "kill 1 2>&1; echo rc=$?"}); !strings.Contains(res.Stdout, "rc=1") {
 		t.Fatalf("kill 1 as the learner: %q", res.Stdout)
@@ -389,7 +373,7 @@ func TestSandboxKeepAliveIsOutOfReach(t *testing.T) {
 		t.Fatalf("after root's SIGTERM the sandbox is %s (%s)", got.Status, got.StatusDetail)
 	}
 	// A stop still works: the engine sends SIGRTMIN+3.
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: alice.Token}).Expect(t, 200).JSON(t, &got)
+	post(e, alice.Token, fmt.Sprintf("/api/containers/%d/stop", c.ID), nil).Expect(t, 200).JSON(t, &got)
 	if got.Status != "stopped" {
 		t.Fatalf("after stop: %s", got.Status)
 	}

@@ -72,8 +72,7 @@ func TestLabMarkdownIsRendered(t *testing.T) {
 func TestExamMarkdownIsRendered(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		ex := createExam(t, e, admin, "slug=md-exam&title=Markdown", map[string]any{
 			"description": hostileMarkdown,
 			"questions": []map[string]any{{"kind": "single_choice", "prompt": hostileMarkdown, "options": []string{"a", "b"}, "answer": 1,

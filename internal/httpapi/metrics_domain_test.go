@@ -49,8 +49,7 @@ func TestDomainMetrics(t *testing.T) {
 	// A pool size without the pool running: a poolable template's creation
 	// finds no warm sandbox (a miss).
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.MetricsToken = token; c.SandboxPoolSize = 1 })
-	admin := e.CreateUser("root", auth.RoleAdmin)
-	alice := e.CreateUser("alice", auth.RoleStudent)
+	admin, alice := rootAndAlice(e)
 	before := scrape(t, e, token)
 
 	login(e, "alice", "not-her-password").Expect(t, http.StatusUnauthorized)
@@ -58,15 +57,13 @@ func TestDomainMetrics(t *testing.T) {
 	e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login", Body: map[string]string{"username": "alice"}}).Expect(t, http.StatusUnprocessableEntity)
 
 	c := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: alice.Token}).Expect(t, 200)
+	stopSandbox(t, e, alice.Token, c.ID)
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: alice.Token}).Expect(t, 200)
 	e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID)
 
 	mod := loadFixture(t, e)["shell"]
 	labID := createLab(t, e, admin, fmt.Sprintf("slug=metrics-lab&title=Metrics&module_id=%d&template_id=%d", mod, busyboxTemplate(t, e)), fixtureLabBody())
-	var at labAttemptBody
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
+	startLab(t, e, alice.Token, labID)
 	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/check", labID), Token: alice.Token}).Expect(t, 200)
 
 	// An exam with a practical question: its start makes a sandbox, its

@@ -91,10 +91,9 @@ func TestWarmPool(t *testing.T) {
 			t.Fatalf("shell in a handed-out sandbox: %+v %v", res, err)
 		}
 		// Its first terminal takes the shell the pool started, at the size asked.
-		tc := dialSized(t, e, c.ID, alice.Token, 132, 43)
-		tc.send("stty size; echo warm-$((6*7))\n")
-		tc.waitFor("43 132\r\nwarm-42")
-		tc.conn.Close(1000, "")
+		tc := e.OpenTerminal(t, c.TerminalURL, alice.Token, 132, 43)
+		tc.Exchange("stty size; echo warm-$((6*7))\n", "43 132\r\nwarm-42")
+		tc.Hangup()
 		// Now it counts: bob meets the host cap, alice her running quota.
 		e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: bob.Token,
 			Body: map[string]any{"template_id": tpl}}).Expect(t, http.StatusServiceUnavailable)

@@ -56,8 +56,7 @@ func getProgress(t *testing.T, e *apitest.Env, token string) progressBody {
 func TestExamProgress(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=50&max_attempts=3", fixtureExamBody())
 		unlimited := createExam(t, e, admin, "slug=free&title=Free", fixtureExamBody())
@@ -85,9 +84,9 @@ func TestExamProgress(t *testing.T) {
 		// Right on the single choice only: 2 of 4 points.
 		submit := fmt.Sprintf("/api/exams/%d/submit", ex.ID)
 		right := map[string]any{"answers": []map[string]any{{"question_id": ex.Questions[0].ID, "choice": at.shown(t, ex.Questions[0].ID, "/etc/shadow")}}}
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: right}).Expect(t, 200)
+		post(e, alice.Token, submit, right).Expect(t, 200)
 		second := startExam(t, e, alice.Token, ex.ID)
-		e.Do(apitest.Request{Method: "POST", Path: submit, Token: alice.Token, Body: map[string]any{"answers": []any{}}}).Expect(t, 200)
+		post(e, alice.Token, submit, noAnswers()).Expect(t, 200)
 
 		p = getProgress(t, e, alice.Token)
 		got := p.Exams[0]
@@ -119,8 +118,7 @@ type examAttemptDraft struct {
 func TestExamDrafts(t *testing.T) {
 	t.Parallel()
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		ex := createExam(t, e, admin, "slug=perms&title=Permissions&time_limit_minutes=20&passing_score=50", fixtureExamBody())
 		at := startExam(t, e, alice.Token, ex.ID)
@@ -194,8 +192,7 @@ func TestLabProgressAndQuota(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		bob := e.CreateUser("bob", auth.RoleStudent)
 		tpl := busyboxTemplate(t, e)
 		check := "#!/bin/sh\n# lab-check-secret-progress\n[ -f /home/learner/done ] || { echo 'FAIL: not done'; exit 1; }\n"
@@ -242,7 +239,7 @@ func TestLabProgressAndQuota(t *testing.T) {
 			t.Fatalf("ran out: %+v", l)
 		}
 		// And lab 1 starts again past the practice sandboxes once one is deleted: nothing of the labs is in the way.
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
+		deleteSandbox(t, e, alice.Token, c.ID)
 		startLab(t, e, alice.Token, one)
 	})
 }
@@ -255,8 +252,7 @@ func TestExamDraftGradedWithPractical(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		first := examPracticalFixture(t, e, admin, "slug=first&title=First&passing_score=50")
 		second := examPracticalFixture(t, e, admin, "slug=second&title=Second")
 		at := startExam(t, e, alice.Token, first.ID)

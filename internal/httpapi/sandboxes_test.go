@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -55,14 +53,20 @@ type templateBody struct {
 // busyboxTemplate returns the id of the seeded BusyBox template.
 func busyboxTemplate(t *testing.T, e *apitest.Env) int64 {
 	t.Helper()
+	return templateNamed(t, e, "BusyBox")
+}
+
+// templateNamed returns the id of the seeded template called name.
+func templateNamed(t *testing.T, e *apitest.Env, name string) int64 {
+	t.Helper()
 	var ts []templateBody
 	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &ts)
 	for _, tpl := range ts {
-		if tpl.Name == "BusyBox" {
+		if tpl.Name == name {
 			return tpl.ID
 		}
 	}
-	t.Fatalf("no BusyBox template in %+v", ts)
+	t.Fatalf("no template %q in %+v", name, ts)
 	return 0
 }
 
@@ -75,6 +79,15 @@ func createSandbox(t *testing.T, e *apitest.Env, token string, templateID int64)
 	return c
 }
 
+// learnerSandbox starts a server configured by opts, with a learner who
+// has a running sandbox of the seeded template called template.
+func learnerSandbox(t *testing.T, template string, opts ...apitest.Option) (*apitest.Env, *apitest.User, containerBody) {
+	t.Helper()
+	e := apitest.New(t, "sqlite", opts...)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	return e, u, createSandbox(t, e, u.Token, templateNamed(t, e, template))
+}
+
 // engineID reads a container's engine id from the store (the API does not show it).
 func engineID(t *testing.T, e *apitest.Env, id int64) string {
 	t.Helper()
@@ -85,98 +98,9 @@ func engineID(t *testing.T, e *apitest.Env, id int64) string {
 	return c.EngineID
 }
 
-// termClient is a test terminal: it collects output and control messages.
-type termClient struct {
-	t    *testing.T
-	conn *websocket.Conn
-	out  bytes.Buffer
-	ctl  []map[string]any
-}
-
-func dialTerminal(t *testing.T, e *apitest.Env, id int64, token string, header http.Header) (*termClient, *http.Response, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s&cols=80&rows=24", id, token)
-	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
-	if err != nil {
-		return nil, resp, err
-	}
-	tc := &termClient{t: t, conn: conn}
-	t.Cleanup(func() { conn.CloseNow() })
-	return tc, resp, nil
-}
-
-func (tc *termClient) send(s string) {
-	tc.t.Helper()
-	if err := tc.conn.Write(context.Background(), websocket.MessageBinary, []byte(s)); err != nil {
-		tc.t.Fatal(err)
-	}
-}
-
-func (tc *termClient) control(m map[string]any) {
-	tc.t.Helper()
-	b, _ := json.Marshal(m)
-	if err := tc.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
-		tc.t.Fatal(err)
-	}
-}
-
-// waitForMatch reads until re matches the output and returns its first group.
-func (tc *termClient) waitForMatch(re *regexp.Regexp) string {
-	tc.t.Helper()
-	for !re.MatchString(tc.out.String()) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		mt, data, err := tc.conn.Read(ctx)
-		cancel()
-		if err != nil {
-			tc.t.Fatalf("waiting for %s: %v; output so far %q", re, err, tail(tc.out.String()))
-		}
-		if mt == websocket.MessageBinary {
-			tc.out.Write(data)
-		}
-	}
-	return re.FindStringSubmatch(tc.out.String())[1]
-}
-
-// tail is the end of a terminal's output, enough to see where it stopped.
-func tail(out string) string {
-	if len(out) > 2000 {
-		return "…" + out[len(out)-2000:]
-	}
-	return out
-}
-
-// waitFor reads until the output contains want or a control message of that
-// type arrives ("ctl:TYPE"); the deadline only guards against a hung test.
-func (tc *termClient) waitFor(want string) {
-	tc.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		if typ, ok := strings.CutPrefix(want, "ctl:"); ok {
-			for _, m := range tc.ctl {
-				if m["type"] == typ {
-					return
-				}
-			}
-		} else if strings.Contains(tc.out.String(), want) {
-			return
-		}
-		mt, data, err := tc.conn.Read(ctx)
-		if err != nil {
-			tc.t.Fatalf("waiting for %q: %v; output so far %q, control %v", want, err, tail(tc.out.String()), tc.ctl)
-		}
-		if mt == websocket.MessageBinary {
-			tc.out.Write(data)
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			tc.t.Fatalf("text frame is not JSON: %q", data)
-		}
-		tc.ctl = append(tc.ctl, m)
-	}
+// terminalPath is the terminal_url of sandbox id.
+func terminalPath(id int64) string {
+	return fmt.Sprintf("/ws/terminal/%d", id)
 }
 
 func TestSandboxEndToEnd(t *testing.T) {
@@ -189,68 +113,53 @@ func TestSandboxEndToEnd(t *testing.T) {
 		if c.Status != "running" || c.StartedAt == nil || c.TemplateID != tpl || c.Name != "BusyBox" || c.TerminalURL != fmt.Sprintf("/ws/terminal/%d", c.ID) {
 			t.Fatalf("created %+v", c)
 		}
-		var list []containerBody
-		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		list := listSandboxes(t, e, u.Token)
 		if len(list) != 1 || list[0].ID != c.ID || list[0].Status != "running" {
 			t.Fatalf("list %+v", list)
 		}
 
 		// A terminal: type, read back, resize, see the new size.
-		tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.send("echo hello\n")
-		tc.waitFor("hello\r\n")
-		tc.control(map[string]any{"type": "resize", "cols": 100, "rows": 33})
-		tc.send("stty size\n")
-		tc.waitFor("33 100")
-		tc.send("id -un\n")
-		tc.waitFor("learner")
-		tc.control(map[string]any{"type": "bogus"})
-		tc.waitFor("ctl:error")
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		tc.Exchange("echo hello\n", "hello\r\n")
+		tc.SendControl(map[string]any{"type": "resize", "cols": 100, "rows": 33})
+		tc.Exchange("stty size\n", "33 100")
+		tc.Exchange("id -un\n", "learner")
+		tc.SendControl(map[string]any{"type": "bogus"})
+		tc.AwaitControl("error", apitest.TerminalWait)
 
 		// A second terminal at the same time, with its own shell.
-		tc2, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc2.send("echo second-$((40+2))\n")
-		tc2.waitFor("second-42")
-		tc.send("echo first-$((1+1))\n")
-		tc.waitFor("first-2")
-		if strings.Contains(tc.out.String(), "second-42") {
+		tc2 := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		tc2.Exchange("echo second-$((40+2))\n", "second-42")
+		tc.Exchange("echo first-$((1+1))\n", "first-2")
+		if strings.Contains(tc.Output(), "second-42") {
 			t.Fatal("terminals share output")
 		}
 
 		// Exiting the shell sends its code and closes the socket.
-		tc2.send("exit 3\n")
-		tc2.waitFor("ctl:exit")
-		if code := tc2.ctl[len(tc2.ctl)-1]["code"]; code != float64(3) {
-			t.Fatalf("exit message %v", tc2.ctl)
+		tc2.Type("exit 3\n")
+		if m := tc2.AwaitControl("exit", apitest.TerminalWait); m["code"] != float64(3) {
+			t.Fatalf("exit message %v", m)
 		}
 
 		// Closing the socket ends its shell, even one busy with a command.
-		tc.out.Reset()
-		tc.send("printf 'pid=%s=\\n' $$\n")
-		pid := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
-		tc.send("sleep 300\n")
+		from := len(tc.Output())
+		tc.Type("printf 'pid=%s=\\n' $$\n")
+		pid := tc.Await(regexp.MustCompile(`pid=([0-9]+)=`), from, apitest.TerminalWait)[1]
+		tc.Type("sleep 300\n")
 		time.Sleep(300 * time.Millisecond)
-		tc.send("sleep 300\n")
-		tc.conn.Close(websocket.StatusNormalClosure, "bye")
-		tc3, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tc.Type("sleep 300\n")
+		tc.Hangup()
+		tc3 := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		// The answer on a line of its own: the typed line's echo holds both words.
+		answer := regexp.MustCompile(`(?m)^shell-(alive|gone)\.\r?$`)
 		for i := 0; ; i++ {
-			tc3.out.Reset()
-			tc3.send("test -d /proc/" + pid + " && echo shell-alive. || echo shell-gone.\n")
-			tc3.waitFor(".\r\n")
-			if strings.Contains(tc3.out.String(), "shell-gone.") {
+			from := len(tc3.Output())
+			tc3.Type("test -d /proc/" + pid + " && echo shell-alive. || echo shell-gone.\n")
+			if tc3.Await(answer, from, apitest.TerminalWait)[1] == "gone" {
 				break
 			}
 			if i == 100 {
-				t.Fatalf("the closed terminal's shell %s still runs: %q", pid, tc3.out.String())
+				t.Fatalf("the closed terminal's shell %s still runs: %s", pid, tc3.Tail())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -261,8 +170,8 @@ func TestSandboxEndToEnd(t *testing.T) {
 		if got.Status != "stopped" || got.StoppedAt == nil {
 			t.Fatalf("stopped %+v", got)
 		}
-		expectEnded(t, refusedTerminal(t, e, fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil), http.StatusConflict, "Container is not running: start it first")
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+		e.DialTerminal(t, "/ws/terminal/"+fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil).ExpectClosed(http.StatusConflict, "Container is not running: start it first")
+		stopSandbox(t, e, u.Token, c.ID)
 		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/start", c.ID), Token: u.Token}).Expect(t, 200).JSON(t, &got)
 		if got.Status != "running" || got.StoppedAt != nil {
 			t.Fatalf("restarted %+v", got)
@@ -272,7 +181,7 @@ func TestSandboxEndToEnd(t *testing.T) {
 			t.Fatalf("get %+v", got)
 		}
 		eid := engineID(t, e, c.ID)
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+		deleteSandbox(t, e, u.Token, c.ID)
 		e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 404)
 		if _, err := e.App.Sandboxes.Get(context.Background(), actor.AsAdmin(), c.ID); err == nil {
 			t.Fatal("row survived delete")
@@ -308,11 +217,10 @@ func TestSandboxOwnership(t *testing.T) {
 		if r := e.Get("/api/containers/999999", other.Token).Expect(t, 404); r.Detail() != "Container not found" {
 			t.Fatal(r.Detail())
 		}
-		expectEnded(t, refusedTerminal(t, e, id+"?token="+other.Token, nil), 404, "Container not found")
-		expectEnded(t, refusedTerminal(t, e, id+"?token=not-a-token", nil), 401, "Could not validate credentials")
-		expectEnded(t, refusedTerminal(t, e, id+"?token="+owner.Token, http.Header{"Origin": {"https://evil.example.net"}}), 403, "Origin not allowed")
-		var list []containerBody
-		e.Get("/api/containers/sandbox", other.Token).Expect(t, 200).JSON(t, &list)
+		e.DialTerminal(t, "/ws/terminal/"+id+"?token="+other.Token, nil).ExpectClosed(404, "Container not found")
+		e.DialTerminal(t, "/ws/terminal/"+id+"?token=not-a-token", nil).ExpectClosed(401, "Could not validate credentials")
+		e.DialTerminal(t, "/ws/terminal/"+id+"?token="+owner.Token, http.Header{"Origin": {"https://evil.example.net"}}).ExpectClosed(403, "Origin not allowed")
+		list := listSandboxes(t, e, other.Token)
 		if len(list) != 0 {
 			t.Fatalf("other user sees %+v", list)
 		}
@@ -355,7 +263,7 @@ func TestSandboxQuotas(t *testing.T) {
 		if r := create(u.Token).Expect(t, http.StatusConflict); !strings.Contains(r.Detail(), "Running sandbox quota reached") {
 			t.Fatalf("detail %q", r.Detail())
 		}
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", first.ID), Token: u.Token}).Expect(t, 200)
+		stopSandbox(t, e, u.Token, first.ID)
 		var second containerBody
 		create(u.Token).Expect(t, http.StatusCreated).JSON(t, &second)
 		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), second.ID) })
@@ -435,7 +343,7 @@ func TestSandboxHardeningFromEngine(t *testing.T) {
 			q := fmt.Sprintf("name=debian-like&image=%s&memory_mb=%d&cpu_millis=%d&pids_limit=%d&cap_add=%s&no_new_privileges=false&network=true&shell=/bin/sh+-l",
 				apitest.TestImage, tpl.MemoryMB, tpl.CPUMillis, tpl.PidsLimit, strings.Join(tpl.CapAdd, ","))
 			e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?" + q, Token: root.Token}).Expect(t, 201).JSON(t, &debian)
-			e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, 200)
+			deleteSandbox(t, e, u.Token, c.ID)
 			d := createSandbox(t, e, u.Token, debian.ID)
 			res := inspect(d.ID).Container
 			hc := res.HostConfig
@@ -523,16 +431,10 @@ func TestSandboxesSurviveRestart(t *testing.T) {
 
 // openTerminal starts a server configured by opt, creates a BusyBox sandbox
 // for a new learner and opens a terminal on it.
-func openTerminal(t *testing.T, opt apitest.Option) *termClient {
+func openTerminal(t *testing.T, opt apitest.Option) *apitest.Terminal {
 	t.Helper()
-	e := apitest.New(t, "sqlite", opt)
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-	tc, _, err := dialTerminal(t, e, c.ID, u.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tc
+	e, u, c := learnerSandbox(t, "BusyBox", opt)
+	return e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 }
 
 func TestTerminalWarnsBeforeItEnds(t *testing.T) {
@@ -540,25 +442,17 @@ func TestTerminalWarnsBeforeItEnds(t *testing.T) {
 	apitest.RequireEngine(t)
 	t.Run("idle", func(t *testing.T) {
 		tc := openTerminal(t, func(c *config.Config) { c.TerminalIdleTimeout = 2 * time.Second })
-		tc.waitFor("ctl:expiring")
-		m := tc.ctl[len(tc.ctl)-1]
-		if m["reason"] != "idle" {
+		if m := tc.AwaitControl("expiring", apitest.TerminalWait); m["reason"] != "idle" {
 			t.Fatalf("warning %v", m)
 		}
 		// Then the socket closes normally.
-		for {
-			if _, _, err := tc.conn.Read(context.Background()); err != nil {
-				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-					t.Fatalf("closed with %v", err)
-				}
-				break
-			}
+		if err := tc.Ended(time.Minute); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+			t.Fatalf("closed with %v", err)
 		}
 	})
 	t.Run("lifetime", func(t *testing.T) {
 		tc := openTerminal(t, func(c *config.Config) { c.SandboxMaxLifetime = 30 * time.Second })
-		tc.waitFor("ctl:expiring")
-		m := tc.ctl[len(tc.ctl)-1]
+		m := tc.AwaitControl("expiring", apitest.TerminalWait)
 		if secs, ok := m["seconds"].(float64); m["reason"] != "lifetime" || !ok || secs > 30 {
 			t.Fatalf("warning %v", m)
 		}
@@ -612,17 +506,13 @@ func TestAdminTemplates(t *testing.T) {
 func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalsPerSandbox = 2 })
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	e, u, c := learnerSandbox(t, "BusyBox", func(c *config.Config) { c.TerminalsPerSandbox = 2 })
 	// The upgrade comes before the checks: a terminal holds its place once its shell answers.
-	first := dialSized(t, e, c.ID, u.Token, 80, 24)
-	first.send("echo one-$((1+1))\n")
-	first.waitFor("one-2")
-	second := dialSized(t, e, c.ID, u.Token, 80, 24)
-	second.send("echo two-$((1+1))\n")
-	second.waitFor("two-2")
-	expectEnded(t, refusedTerminal(t, e, fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil), http.StatusConflict,
+	first := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	first.Exchange("echo one-$((1+1))\n", "one-2")
+	second := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	second.Exchange("echo two-$((1+1))\n", "two-2")
+	e.DialTerminal(t, "/ws/terminal/"+fmt.Sprintf("%d?token=%s", c.ID, u.Token), nil).ExpectClosed(http.StatusConflict,
 		"Too many terminals open on this sandbox (at most 2): close one first")
 	metrics := string(e.Get("/metrics", "").Expect(t, 200).Body)
 	for _, want := range []string{"tuxlab_terminals_open 2", "tuxlab_sandboxes_running 1"} {
@@ -631,12 +521,11 @@ func TestTerminalsPerSandboxAreCapped(t *testing.T) {
 		}
 	}
 	// Closing one frees its place.
-	first.send("exit\n")
-	first.waitFor("ctl:exit")
+	first.Type("exit\n")
+	first.AwaitControl("exit", apitest.TerminalWait)
 	waitTerminalsOfSandboxClosed(t, e, 1)
-	again := dialSized(t, e, c.ID, u.Token, 80, 24)
-	again.send("echo again-$((1+1))\n")
-	again.waitFor("again-2")
+	again := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	again.Exchange("echo again-$((1+1))\n", "again-2")
 }
 
 func TestTemplateInUseCannotBeDeleted(t *testing.T) {
@@ -661,7 +550,7 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 		var ids []int64
 		for range 2 {
 			c := createSandbox(t, e, u.Token, tpl)
-			e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", c.ID), Token: u.Token}).Expect(t, 200)
+			stopSandbox(t, e, u.Token, c.ID)
 			ids = append(ids, c.ID)
 		}
 		var reqs []apitest.Request
@@ -673,8 +562,7 @@ func TestConcurrentStartsRespectTheRunningQuota(t *testing.T) {
 		if statuses[0] != 200 || statuses[1] != 409 {
 			t.Fatalf("statuses %v: want one start and one 409", statuses)
 		}
-		var list []containerBody
-		e.Get("/api/containers/sandbox", u.Token).Expect(t, 200).JSON(t, &list)
+		list := listSandboxes(t, e, u.Token)
 		running := 0
 		for _, c := range list {
 			if c.Status == "running" {
@@ -781,7 +669,7 @@ func TestSandboxNetworksArePerLearner(t *testing.T) {
 	}
 	name := fmt.Sprintf("tuxlab-sandbox-%s-u%d", e.App.Sandboxes.Instance()[:8], alice.ID)
 	for _, c := range []containerBody{a1, a2} {
-		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: alice.Token}).Expect(t, 200)
+		deleteSandbox(t, e, alice.Token, c.ID)
 	}
 	docker, err := client.New(client.FromEnv)
 	if err != nil {
@@ -912,7 +800,7 @@ func TestSandboxDiskIsBounded(t *testing.T) {
 	if !strings.Contains(got.StatusDetail, "disk limit") {
 		t.Fatalf("after reconciliation: %+v", got)
 	}
-	e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", filler.ID), Token: u.Token}).Expect(t, 200)
+	deleteSandbox(t, e, u.Token, filler.ID)
 }
 
 // writeRefused reports whether a write failed on a disk quota: ENOSPC from

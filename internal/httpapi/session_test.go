@@ -1,15 +1,11 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/coder/websocket"
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
@@ -222,45 +218,35 @@ func TestTerminalSessionCookie(t *testing.T) {
 		b := signInBrowser(t, e, "carol")
 		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
 		path := fmt.Sprintf("/ws/terminal/%d", c.ID)
-		open := func(origin string) *termClient {
+		open := func(origin string) *apitest.Terminal {
 			t.Helper()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			// An empty token parameter (a page from before the cookie) names no credential.
-			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+path+"?token=&cols=80", &websocket.DialOptions{HTTPHeader: b.header(origin, false)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.CloseNow() })
-			return &termClient{t: t, conn: conn}
+			return e.DialTerminal(t, path+"?token=&cols=80", b.header(origin, false))
 		}
 		for _, origin := range []string{e.URL, listedOrigin} {
 			tc := open(origin)
-			tc.send("echo cookie-$((6*7))\n")
-			tc.waitFor("cookie-42")
-			tc.conn.Close(websocket.StatusNormalClosure, "")
+			tc.Exchange("echo cookie-$((6*7))\n", "cookie-42")
+			tc.Hangup()
 		}
 		crossDetail := "Cross-site request refused: the session cookie works only from this site's own pages"
-		expectEnded(t, open("https://evil.example.net").readToClose(), 403, crossDetail)
-		expectEnded(t, open("").readToClose(), 403, crossDetail) // every browser names its Origin
+		open("https://evil.example.net").ExpectClosed(403, crossDetail)
+		open("").ExpectClosed(403, crossDetail) // every browser names its Origin
 		// Plain HTTP: the same answers, and 426 when the cookie is good.
 		e.Do(apitest.Request{Method: "GET", Path: path, Header: b.header(e.URL, false)}).Expect(t, http.StatusUpgradeRequired)
 		e.Do(apitest.Request{Method: "GET", Path: path, Header: b.header("https://evil.example.net", false)}).Expect(t, 403)
 
 		// The token query parameter still works, and nothing is 401 (4401).
-		tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-		tc.send("echo query-$((6*7))\n")
-		tc.waitFor("query-42")
-		expectEnded(t, refusedTerminal(t, e, fmt.Sprint(c.ID), nil), 401, "Not authenticated")
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		tc.Exchange("echo query-$((6*7))\n", "query-42")
+		e.DialTerminal(t, "/ws/terminal/"+fmt.Sprint(c.ID), nil).ExpectClosed(401, "Not authenticated")
 		e.Do(apitest.Request{Method: "GET", Path: path}).Expect(t, 401)
 
 		// Logout ends the cookie's terminals and the cookie.
 		live := open(e.URL)
-		live.send("echo live-$((6*7))\n")
-		live.waitFor("live-42")
+		live.Exchange("echo live-$((6*7))\n", "live-42")
 		e.Do(apitest.Request{Method: "POST", Path: "/api/auth/logout", Header: b.header(e.URL, true)}).Expect(t, 200)
-		expectEnded(t, live.readToClose(), 401, "You logged out: sign in again")
-		expectEnded(t, open(e.URL).readToClose(), 401, "Could not validate credentials")
+		live.ExpectClosed(401, "You logged out: sign in again")
+		open(e.URL).ExpectClosed(401, "Could not validate credentials")
 	}, withListedOrigins)
 }
 

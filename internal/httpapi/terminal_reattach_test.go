@@ -35,7 +35,7 @@ func TestTerminalReattach(t *testing.T) {
 	u := e.CreateUser("learner", auth.RoleStudent)
 	busybox := templateNamed(t, e, "BusyBox")
 	c := createSandbox(t, e, u.Token, busybox)
-	path := fmt.Sprintf("/ws/terminal/%d", c.ID)
+	path := c.TerminalURL
 
 	first := e.OpenTerminal(t, path, u.Token, 80, 24)
 	sid := first.Session()
@@ -111,17 +111,23 @@ func TestTerminalReattach(t *testing.T) {
 func TestTerminalCloseMessageHangsUp(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalGrace = time.Hour })
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, templateNamed(t, e, "BusyBox"))
-	tm := e.OpenTerminal(t, fmt.Sprintf("/ws/terminal/%d", c.ID), u.Token, 80, 24)
+	e, u, c := learnerSandbox(t, "BusyBox", func(c *config.Config) { c.TerminalGrace = time.Hour })
+	tm := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 	tm.Session()
+	expectHungUp(t, e, u, c, tm, tm.End, "the close message")
+}
+
+// expectHungUp starts a foreground job and one under setsid in the shell
+// of tm, ends the terminal with end and checks the hang-up that follows
+// (after): the job and the shell end, what setsid started lives on.
+func expectHungUp(t *testing.T, e *apitest.Env, u *apitest.User, c containerBody, tm *apitest.Terminal, end func(), after string) {
+	t.Helper()
 	pid := shellPid(tm)
 	tm.Type("setsid sleep 1002 >/dev/null 2>&1 &\nsleep 1007\n")
 	eventually(t, 30*time.Second, "the sleeps to start", func() bool {
 		return strings.Count(execOut(t, e, u.ID, c.ID, "ps"), "sleep 100") >= 2
 	})
-	tm.End()
+	end()
 	waitTerminalsClosed(t, e)
 	out := execOut(t, e, u.ID, c.ID, "ps; test -d /proc/"+pid+" && echo shell-alive; true")
 	if !strings.Contains(out, "sleep 1002") {
@@ -129,7 +135,7 @@ func TestTerminalCloseMessageHangsUp(t *testing.T) {
 	}
 	for _, gone := range []string{"sleep 1007", "shell-alive"} {
 		if strings.Contains(out, gone) {
-			t.Errorf("%s lives on after the close message:\n%s", gone, out)
+			t.Errorf("%s lives on after %s:\n%s", gone, after, out)
 		}
 	}
 }
@@ -139,31 +145,14 @@ func TestTerminalCloseMessageHangsUp(t *testing.T) {
 func TestTerminalGraceEndsInAHangup(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalGrace = 2 * time.Second })
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, templateNamed(t, e, "BusyBox"))
-	path := fmt.Sprintf("/ws/terminal/%d", c.ID)
+	e, u, c := learnerSandbox(t, "BusyBox", func(c *config.Config) { c.TerminalGrace = 2 * time.Second })
+	path := c.TerminalURL
 	tm := e.OpenTerminal(t, path, u.Token, 80, 24)
 	sid := tm.Session()
 	if g, _ := tm.AwaitControl("session", time.Second)["grace"].(float64); g != 2 {
 		t.Fatalf("the session message says a grace of %v s, want 2", g)
 	}
-	pid := shellPid(tm)
-	tm.Type("setsid sleep 1002 >/dev/null 2>&1 &\nsleep 1007\n")
-	eventually(t, 30*time.Second, "the sleeps to start", func() bool {
-		return strings.Count(execOut(t, e, u.ID, c.ID, "ps"), "sleep 100") >= 2
-	})
-	tm.Drop()
-	waitTerminalsClosed(t, e)
-	out := execOut(t, e, u.ID, c.ID, "ps; test -d /proc/"+pid+" && echo shell-alive; true")
-	if !strings.Contains(out, "sleep 1002") {
-		t.Errorf("what setsid started did not survive the hang-up:\n%s", out)
-	}
-	for _, gone := range []string{"sleep 1007", "shell-alive"} {
-		if strings.Contains(out, gone) {
-			t.Errorf("%s lives on after the grace:\n%s", gone, out)
-		}
-	}
+	expectHungUp(t, e, u, c, tm, tm.Drop, "the grace")
 	// The session is gone: its id now opens a new shell.
 	late := e.ReopenTerminal(t, path, u.Token, 80, 24, sid)
 	if got := late.Session(); got == sid {
@@ -176,10 +165,8 @@ func TestTerminalGraceEndsInAHangup(t *testing.T) {
 func TestDetachedTerminalsEndWithTheUser(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalGrace = time.Hour })
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, templateNamed(t, e, "BusyBox"))
-	tm := e.OpenTerminal(t, fmt.Sprintf("/ws/terminal/%d", c.ID), u.Token, 80, 24)
+	e, u, c := learnerSandbox(t, "BusyBox", func(c *config.Config) { c.TerminalGrace = time.Hour })
+	tm := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 	tm.Session()
 	shellPid(tm)
 	tm.Drop()

@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,54 +22,6 @@ import (
 	"tuxlab/internal/sandbox"
 )
 
-// templateNamed returns the id of the seeded template called name.
-func templateNamed(t *testing.T, e *apitest.Env, name string) int64 {
-	t.Helper()
-	var ts []templateBody
-	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &ts)
-	for _, tpl := range ts {
-		if tpl.Name == name {
-			return tpl.ID
-		}
-	}
-	t.Fatalf("no template %q in %+v", name, ts)
-	return 0
-}
-
-// dialSized opens a terminal asking for a size in the query.
-func dialSized(t *testing.T, e *apitest.Env, id int64, token string, cols, rows int) *termClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	url := "ws" + strings.TrimPrefix(e.URL, "http") + fmt.Sprintf("/ws/terminal/%d?token=%s&cols=%d&rows=%d", id, token, cols, rows)
-	conn, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	return &termClient{t: t, conn: conn}
-}
-
-// readToEnd collects everything the terminal sends until the socket closes.
-func (tc *termClient) readToEnd() {
-	tc.t.Helper()
-	tc.waitFor("ctl:exit")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		mt, data, err := tc.conn.Read(ctx)
-		if err != nil {
-			if websocket.CloseStatus(err) == -1 {
-				tc.t.Fatalf("reading to the end: %v", err)
-			}
-			return
-		}
-		if mt == websocket.MessageBinary {
-			tc.out.Write(data)
-		}
-	}
-}
-
 // TestTerminalOpensAtRequestedSize: the cols and rows of the query are the
 // terminal's size before the shell prints anything, on every engine (Docker
 // 20.10 speaks API 1.41, which has no initial exec size), without a resize.
@@ -86,9 +36,8 @@ func TestTerminalOpensAtRequestedSize(t *testing.T) {
 			e := apitest.New(t, "sqlite")
 			u := e.CreateUser("learner", auth.RoleStudent)
 			c := createSandbox(t, e, u.Token, templateNamed(t, e, name))
-			tc := dialSized(t, e, c.ID, u.Token, 132, 43)
-			tc.send("stty size\n")
-			tc.waitFor("43 132\r\n")
+			tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 132, 43)
+			tc.Exchange("stty size\n", "43 132\r\n")
 		})
 	}
 	t.Run("first output", func(t *testing.T) {
@@ -101,9 +50,13 @@ func TestTerminalOpensAtRequestedSize(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=size&image=" + apitest.TestImage + "&shell=/bin/stty+size",
 			Token: root.Token}).Expect(t, http.StatusCreated).JSON(t, &tpl)
 		c := createSandbox(t, e, u.Token, tpl.ID)
-		tc := dialSized(t, e, c.ID, u.Token, 132, 43)
-		tc.readToEnd()
-		if got := strings.TrimSpace(tc.out.String()); got != "43 132" {
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 132, 43)
+		// Everything the terminal sends until the socket closes.
+		tc.AwaitControl("exit", apitest.TerminalWait)
+		if err := tc.Ended(apitest.TerminalWait); websocket.CloseStatus(err) == -1 {
+			t.Fatalf("reading to the end: %v", err)
+		}
+		if got := strings.TrimSpace(tc.Output()); got != "43 132" {
 			t.Fatalf("the shell started at size %q, want 43 132", got)
 		}
 	})
@@ -130,32 +83,23 @@ func waitTerminalsClosed(t *testing.T, e *apitest.Env) {
 // execOut runs a script as the sandbox's owner and returns its stdout.
 func execOut(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(userID), id, sandbox.Script{Text: script})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Stdout
+	return execIn(t, e, userID, id, sandbox.Script{Text: script}).Stdout
 }
 
 // learnerRuns types script into a new terminal of sandbox id, as a learner
 // would, and returns what the terminal printed up to the end marker.
 func learnerRuns(t *testing.T, e *apitest.Env, token string, id int64, script string) string {
 	t.Helper()
-	tc := dialSized(t, e, id, token, 200, 50)
-	tc.send(script + "; echo end-of-$((6*7))\n")
-	tc.waitFor("end-of-42")
-	out := tc.out.String()
-	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	tc := e.OpenTerminal(t, terminalPath(id), token, 200, 50)
+	tc.Exchange(script+"; echo end-of-$((6*7))\n", "end-of-42")
 	// What the command printed: after its echo (the last: input typed ahead
 	// of the shell is echoed once more), without the terminal's
 	// escape sequences.
-	out = strings.ReplaceAll(ansi.ReplaceAllString(out, ""), "\r", "")
+	out := tc.Text(0)
+	tc.Hangup()
 	out = out[strings.LastIndex(out, "end-of-$((6*7))")+len("end-of-$((6*7))") : strings.LastIndex(out, "end-of-42")]
 	return strings.TrimSpace(out)
 }
-
-// ansi matches the escape sequences a terminal prints.
-var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[a-zA-Z]|\][^\x07]*\x07)`)
 
 // TestTerminalCloseIsAHangup: closing the socket hangs the terminal up, as
 // on a real machine (lesson 05/04, lab 5): the shell and its jobs, in the
@@ -168,10 +112,8 @@ func TestTerminalCloseIsAHangup(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.RequireImage(t, apitest.DebianImage)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, templateNamed(t, e, "Debian"))
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	e, u, c := learnerSandbox(t, "Debian")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 	for _, line := range []string{
 		"sleep 1001 &",
 		"nohup sleep 1002 > /dev/null 2>&1 &",
@@ -181,14 +123,14 @@ func TestTerminalCloseIsAHangup(t *testing.T) {
 		"sudo sleep 1006 &",
 		"printf 'pid=%s=\\n' $$",
 	} {
-		tc.send(line + "\n")
+		tc.Type(line + "\n")
 	}
-	shell := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
-	tc.send("sleep 1007\n") // in the foreground when the line drops
+	shell := tc.Await(regexp.MustCompile(`pid=([0-9]+)=`), 0, apitest.TerminalWait)[1]
+	tc.Type("sleep 1007\n") // in the foreground when the line drops
 	eventually(t, 10*time.Second, "every sleep to start", func() bool {
 		return strings.Count(execOut(t, e, u.ID, c.ID, "ps -eo args"), "sleep 100") >= 7
 	})
-	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	tc.Hangup()
 	waitTerminalsClosed(t, e)
 
 	out := learnerRuns(t, e, u.Token, c.ID, "pgrep -a sleep; test -d /proc/"+shell+" && echo shell-alive")
@@ -214,19 +156,17 @@ func TestTerminalCloseIsAHangup(t *testing.T) {
 func TestTerminalShellThatTrapsHangupIsEnded(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	e, u, c := learnerSandbox(t, "BusyBox")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 	// Waiting for a command, the shell does not read the hung-up terminal,
 	// whose end-of-file would end it too. (A trap, not an ignored signal,
 	// which sleep would inherit.)
-	tc.send("trap 'echo hup' HUP; printf 'pid=%s=\\n' $$; sleep 3001\n")
-	shell := tc.waitForMatch(regexp.MustCompile(`pid=([0-9]+)=`))
+	tc.Type("trap 'echo hup' HUP; printf 'pid=%s=\\n' $$; sleep 3001\n")
+	shell := tc.Await(regexp.MustCompile(`pid=([0-9]+)=`), 0, apitest.TerminalWait)[1]
 	eventually(t, 10*time.Second, "sleep 3001 to start", func() bool {
 		return strings.Contains(execOut(t, e, u.ID, c.ID, "ps -o args"), "sleep 3001")
 	})
-	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	tc.Hangup()
 	waitTerminalsClosed(t, e)
 	if out := execOut(t, e, u.ID, c.ID, "ps -o args; test -d /proc/"+shell+" && echo shell-alive"); strings.Contains(out, "shell-alive") || strings.Contains(out, "sleep 3001") {
 		t.Fatalf("the shell %s that traps SIGHUP, or its command, outlived its terminal:\n%s", shell, out)
@@ -248,8 +188,8 @@ func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
 	e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=bomb&pids_limit=128&shell=/bin/bash&image=" + apitest.DebianImage,
 		Token: root.Token}).Expect(t, http.StatusCreated).JSON(t, &tpl)
 	c := createSandbox(t, e, u.Token, tpl.ID)
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-	tc.send(":(){ :|:& };:\n")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	tc.Type(":(){ :|:& };:\n")
 	eventually(t, 60*time.Second, "the bomb to fill the pid limit", func() bool {
 		// Between the bomb's births and deaths a slot is free now and then;
 		// a check that finds none is as good a sign.
@@ -260,7 +200,7 @@ func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
 		n, _ := strconv.Atoi(strings.TrimSpace(res.Stdout))
 		return n >= 96
 	})
-	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	tc.Hangup()
 	waitTerminalsClosed(t, e)
 	var out string
 	eventually(t, 30*time.Second, "the sandbox to answer again", func() bool {
@@ -284,9 +224,7 @@ func TestTerminalForkBombEndsWithTheTerminal(t *testing.T) {
 func TestTerminalOpenCloseCyclesLeaveNoShell(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	e, u, c := learnerSandbox(t, "BusyBox")
 	// TUXLAB_TEST_TERMINAL_CYCLES runs more (the figure in docs/terminal.md).
 	cycles, together := 120, 4
 	if n, err := strconv.Atoi(os.Getenv("TUXLAB_TEST_TERMINAL_CYCLES")); err == nil && n > 0 {
@@ -328,19 +266,16 @@ func TestTerminalCloseEndsSudoProcesses(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.RequireImage(t, apitest.DebianImage)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, templateNamed(t, e, "Debian"))
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-	tc.send("sudo sleep 1234 & sudo env -i /bin/sleep 1235 & echo started-$((40+2))\n")
-	tc.waitFor("started-42")
+	e, u, c := learnerSandbox(t, "Debian")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	tc.Exchange("sudo sleep 1234 & sudo env -i /bin/sleep 1235 & echo started-$((40+2))\n", "started-42")
 	// Both sleeps themselves, not only their sudo, so the close does not race sudo's start.
 	started := func() bool {
 		out := execOut(t, e, u.ID, c.ID, "ps -eo args")
 		return regexp.MustCompile(`(?m)^sleep 1234$`).MatchString(out) && regexp.MustCompile(`(?m)^/bin/sleep 1235$`).MatchString(out)
 	}
 	eventually(t, 6*time.Second, "the sudo sleeps to start", started)
-	tc.conn.Close(websocket.StatusNormalClosure, "bye")
+	tc.Hangup()
 	waitTerminalsClosed(t, e)
 	if out := execOut(t, e, u.ID, c.ID, "ps -eo pid,args"); strings.Contains(out, "sleep 123") {
 		t.Fatalf("processes started under sudo survive the terminal:\n%s", out)
@@ -367,15 +302,13 @@ func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
 		}
 	}()
 	for cycle = range 80 {
-		tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-		tc.send("echo up-$((40+2)); sleep 1000\n")
-		tc.waitFor("up-42")
-		tc.conn.Close(websocket.StatusNormalClosure, "bye")
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		tc.Exchange("echo up-$((40+2)); sleep 1000\n", "up-42")
+		tc.Hangup()
 		waitTerminalsClosed(t, e)
 	}
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-	tc.send("echo alive-$((2+3))\n")
-	tc.waitFor("alive-5")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+	tc.Exchange("echo alive-$((2+3))\n", "alive-5")
 }
 
 // TestTimedOutScriptLeavesNothing: a check that times out as the learner is
@@ -384,9 +317,7 @@ func TestTerminalCyclesKeepThePidLimit(t *testing.T) {
 func TestTimedOutScriptLeavesNothing(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	e, u, c := learnerSandbox(t, "BusyBox")
 	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), c.ID,
 		sandbox.Script{Text: "sleep 601 & sleep 600", Timeout: time.Second})
 	if err != nil || !res.TimedOut {
@@ -402,72 +333,19 @@ func TestTimedOutScriptLeavesNothing(t *testing.T) {
 func TestTerminalResizeFlood(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
-	tc := dialSized(t, e, c.ID, u.Token, 80, 24)
+	e, u, c := learnerSandbox(t, "BusyBox")
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
 	for i := range 5000 {
-		tc.control(map[string]any{"type": "resize", "cols": 20 + i%900, "rows": 10 + i%500})
+		tc.SendControl(map[string]any{"type": "resize", "cols": 20 + i%900, "rows": 10 + i%500})
 	}
-	tc.control(map[string]any{"type": "resize", "cols": 123, "rows": 45})
+	tc.SendControl(map[string]any{"type": "resize", "cols": 123, "rows": 45})
 	// Input waits for the resizes sent before it: the first stty sees the last size.
-	tc.out.Reset()
-	tc.send("echo size=$(stty size)=\n")
-	if got := tc.waitForMatch(regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)); got != "45 123" {
+	from := len(tc.Output())
+	tc.Type("echo size=$(stty size)=\n")
+	if got := tc.Await(regexp.MustCompile(`size=([0-9]+ [0-9]+)=`), from, apitest.TerminalWait)[1]; got != "45 123" {
 		t.Fatalf("the terminal is at %s after the flood, want 45 123", got)
 	}
-	tc.send("echo still-$((6*7))\n")
-	tc.waitFor("still-42")
-}
-
-// ending is how a terminal ended: the last error control message and the
-// close frame's code and reason.
-type ending struct {
-	errMsg map[string]any
-	code   websocket.StatusCode
-	reason string
-}
-
-// readToClose reads until the socket closes and says how.
-func (tc *termClient) readToClose() ending {
-	tc.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only guards against a hung test
-	defer cancel()
-	var end ending
-	for {
-		mt, data, err := tc.conn.Read(ctx)
-		if err != nil {
-			var ce websocket.CloseError
-			if !errors.As(err, &ce) {
-				tc.t.Fatalf("the terminal did not close: %v; control %v", err, tc.ctl)
-			}
-			end.code, end.reason = ce.Code, ce.Reason
-			return end
-		}
-		if mt == websocket.MessageBinary {
-			tc.out.Write(data)
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			tc.t.Fatalf("text frame is not JSON: %q", data)
-		}
-		tc.ctl = append(tc.ctl, m)
-		if m["type"] == "error" {
-			end.errMsg = m
-		}
-	}
-}
-
-// expectEnded checks that a terminal ended with an error of status and detail.
-func expectEnded(t *testing.T, end ending, status int, detail string) {
-	t.Helper()
-	if end.errMsg == nil || end.errMsg["status"] != float64(status) || end.errMsg["detail"] != detail {
-		t.Fatalf("error message %v, want status %d and detail %q", end.errMsg, status, detail)
-	}
-	if end.code != websocket.StatusCode(4000+status) || end.reason != detail {
-		t.Fatalf("closed with %d %q, want %d %q", end.code, end.reason, 4000+status, detail)
-	}
+	tc.Exchange("echo still-$((6*7))\n", "still-42")
 }
 
 // TestTerminalsEndWhenAccessEnds: a user deactivated or deleted by an admin,
@@ -481,7 +359,7 @@ func TestTerminalsEndWhenAccessEnds(t *testing.T) {
 		root := e.CreateUser("root", auth.RoleAdmin)
 		tpl := busyboxTemplate(t, e)
 		bystander := e.CreateUser("bystander", auth.RoleStudent)
-		other := dialSized(t, e, createSandbox(t, e, bystander.Token, tpl).ID, bystander.Token, 80, 24)
+		other := e.OpenTerminal(t, createSandbox(t, e, bystander.Token, tpl).TerminalURL, bystander.Token, 80, 24)
 		cases := []struct {
 			name   string
 			act    func(u *apitest.User)
@@ -505,11 +383,11 @@ func TestTerminalsEndWhenAccessEnds(t *testing.T) {
 		for _, tt := range cases {
 			u := e.CreateUser(strings.ReplaceAll(tt.name, " ", "-"), auth.RoleStudent)
 			c := createSandbox(t, e, u.Token, tpl)
-			tc := dialSized(t, e, c.ID, u.Token, 80, 24)
-			tc.send("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
-			tc.waitFor("ready-2")
+			tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+			tc.Type("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
+			tc.AwaitText("ready-2", 0)
 			tt.act(u)
-			expectEnded(t, tc.readToClose(), tt.status, tt.detail)
+			tc.ExpectClosed(tt.status, tt.detail)
 			if tt.name != "deleted" { // a deleted user's sandboxes go with the rows
 				waitTerminalsOfSandboxClosed(t, e, 1)
 				if out := execOut(t, e, u.ID, c.ID, "ps -o args"); strings.Contains(out, "sleep 1000") {
@@ -517,8 +395,7 @@ func TestTerminalsEndWhenAccessEnds(t *testing.T) {
 				}
 			}
 		}
-		other.send("echo still-$((6*7))\n")
-		other.waitFor("still-42")
+		other.Exchange("echo still-$((6*7))\n", "still-42")
 	}, func(c *config.Config) { c.TerminalPingInterval = time.Hour })
 }
 
@@ -536,13 +413,12 @@ func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
 	apitest.RequireEngine(t)
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.TerminalPingInterval = 200 * time.Millisecond })
 	u := e.CreateUser("learner", auth.RoleStudent)
-	tc := dialSized(t, e, createSandbox(t, e, u.Token, busyboxTemplate(t, e)).ID, u.Token, 80, 24)
-	tc.send("echo ready-$((1+1))\n")
-	tc.waitFor("ready-2")
+	tc := e.OpenTerminal(t, createSandbox(t, e, u.Token, busyboxTemplate(t, e)).TerminalURL, u.Token, 80, 24)
+	tc.Exchange("echo ready-$((1+1))\n", "ready-2")
 	if _, err := e.DB.Users().UpdateUser(context.Background(), u.ID, func(u *auth.User, _ int) error { u.IsActive = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	expectEnded(t, tc.readToClose(), 403, "User account is inactive")
+	tc.ExpectClosed(403, "User account is inactive")
 }
 
 // TestShutdownEndsTerminals: stopping the server ends every terminal with a
@@ -550,9 +426,7 @@ func TestTerminalEndsWhenAnotherProcessDeactivates(t *testing.T) {
 func TestShutdownEndsTerminals(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	e, u, c := learnerSandbox(t, "BusyBox")
 	// The same application served by App.Serve, as tuxlab serve runs it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -562,39 +436,17 @@ func TestShutdownEndsTerminals(t *testing.T) {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- e.App.Serve(ctx, ln, 30*time.Second) }()
-	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(dctx, fmt.Sprintf("ws://%s/ws/terminal/%d?token=%s", ln.Addr(), c.ID, u.Token), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &termClient{t: t, conn: conn}
-	t.Cleanup(func() { conn.CloseNow() })
-	tc.send("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
-	tc.waitFor("ready-2")
+	tc := apitest.DialTerminalURL(t, fmt.Sprintf("ws://%s/ws/terminal/%d?token=%s", ln.Addr(), c.ID, u.Token), nil)
+	tc.Type("echo ready-$((1+1)); sleep 1000\n") // in the foreground: ash, unlike bash, leaves background jobs to a hang-up
+	tc.AwaitText("ready-2", 0)
 	stop()
-	end := tc.readToClose()
+	tc.ExpectClosed(503, "The server is shutting down: open the terminal again in a moment")
 	if err := <-served; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	expectEnded(t, end, 503, "The server is shutting down: open the terminal again in a moment")
 	if out := execOut(t, e, u.ID, c.ID, "ps -o args"); strings.Contains(out, "sleep 1000") {
 		t.Fatalf("the terminal's processes survive the shutdown:\n%s", out)
 	}
-}
-
-// refusedTerminal opens a WebSocket to a terminal that must be refused: the
-// upgrade succeeds, and the socket tells why and closes.
-func refusedTerminal(t *testing.T, e *apitest.Env, query string, header http.Header) ending {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+"/ws/terminal/"+query, &websocket.DialOptions{HTTPHeader: header})
-	if err != nil {
-		t.Fatalf("a refused terminal must still be upgraded, to tell why: %v (%v)", err, resp)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	return (&termClient{t: t, conn: conn}).readToClose()
 }
 
 // TestTerminalRefusalsReachBrowsers: what refuses a terminal reaches a
@@ -610,11 +462,10 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 	tpl := busyboxTemplate(t, e)
 	running := createSandbox(t, e, owner.Token, tpl)
 	stopped := createSandbox(t, e, owner.Token, tpl)
-	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/stop", stopped.ID), Token: owner.Token}).Expect(t, 200)
+	stopSandbox(t, e, owner.Token, stopped.ID)
 	busy := createSandbox(t, e, other.Token, tpl)
-	taken := dialSized(t, e, busy.ID, other.Token, 80, 24) // its one place
-	taken.send("echo taken-$((1+1))\n")
-	taken.waitFor("taken-2")
+	taken := e.OpenTerminal(t, busy.TerminalURL, other.Token, 80, 24) // its one place
+	taken.Exchange("echo taken-$((1+1))\n", "taken-2")
 	evil := http.Header{"Origin": {"https://evil.example.net"}}
 	cases := []struct {
 		name   string
@@ -634,7 +485,7 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			expectEnded(t, refusedTerminal(t, e, tt.query, tt.header), tt.status, tt.detail)
+			e.DialTerminal(t, "/ws/terminal/"+tt.query, tt.header).ExpectClosed(tt.status, tt.detail)
 			// The same request without an upgrade: plain HTTP.
 			r := e.Do(apitest.Request{Method: "GET", Path: "/ws/terminal/" + tt.query, Header: tt.header}).Expect(t, tt.status)
 			if tt.status != 422 && r.Detail() != tt.detail {
@@ -648,9 +499,8 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 			t.Fatalf("detail %q", r.Detail())
 		}
 		// It took no place: a terminal still opens.
-		tc := dialSized(t, e, running.ID, owner.Token, 80, 24)
-		tc.send("echo open-$((1+1))\n")
-		tc.waitFor("open-2")
+		tc := e.OpenTerminal(t, running.TerminalURL, owner.Token, 80, 24)
+		tc.Exchange("echo open-$((1+1))\n", "open-2")
 	})
 	t.Run("shutting down", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -659,7 +509,7 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 			t.Fatal(err)
 		}
 		query := fmt.Sprintf("%d?token=%s", running.ID, owner.Token)
-		expectEnded(t, refusedTerminal(t, e, query, nil), 503, "The server is shutting down: open the terminal again in a moment")
+		e.DialTerminal(t, "/ws/terminal/"+query, nil).ExpectClosed(503, "The server is shutting down: open the terminal again in a moment")
 		r := e.Do(apitest.Request{Method: "GET", Path: "/ws/terminal/" + query}).Expect(t, 503)
 		if r.Header.Get("Retry-After") == "" {
 			t.Fatal("503 without Retry-After")
@@ -672,18 +522,16 @@ func TestTerminalRefusalsReachBrowsers(t *testing.T) {
 func TestTerminalEarlyResizeWins(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	e := apitest.New(t, "sqlite")
-	u := e.CreateUser("learner", auth.RoleStudent)
-	c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+	e, u, c := learnerSandbox(t, "BusyBox")
 	sizeRe := regexp.MustCompile(`size=([0-9]+ [0-9]+)=`)
 	for range 20 {
-		tc := dialSized(t, e, c.ID, u.Token, 132, 43)
-		tc.control(map[string]any{"type": "resize", "cols": 100, "rows": 33})
-		tc.send("echo size=$(stty size)=\n")
-		if got := tc.waitForMatch(sizeRe); got != "33 100" {
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 132, 43)
+		tc.SendControl(map[string]any{"type": "resize", "cols": 100, "rows": 33})
+		tc.Type("echo size=$(stty size)=\n")
+		if got := tc.Await(sizeRe, 0, apitest.TerminalWait)[1]; got != "33 100" {
 			t.Fatalf("the terminal is at %s, want the 33 100 asked for as it opened", got)
 		}
-		tc.conn.Close(websocket.StatusNormalClosure, "")
+		tc.Hangup()
 		waitTerminalsClosed(t, e)
 	}
 }

@@ -41,14 +41,27 @@ func labCheck(t *testing.T, e *apitest.Env, labID int64, token string) labAttemp
 // fails the test unless it ends with exit 0.
 func asRoot(t *testing.T, e *apitest.Env, userID, id int64, script string) string {
 	t.Helper()
-	res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(userID), id, sandbox.Script{Text: script, AsRoot: true, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return execOK(t, e, userID, id, sandbox.Script{Text: script, AsRoot: true, Timeout: time.Minute}, "as root")
+}
+
+// execOK runs s in sandbox id for its owner userID and fails the test,
+// saying how it ran (as), unless it ends with exit 0.
+func execOK(t *testing.T, e *apitest.Env, userID, id int64, s sandbox.Script, as string) string {
+	t.Helper()
+	res := execIn(t, e, userID, id, s)
 	if !res.OK() {
-		t.Fatalf("as root: %s\n%s", script, res.Transcript())
+		t.Fatalf("%s: %s\n%s", as, s.Text, res.Transcript())
 	}
 	return res.Stdout
+}
+
+// debianLab creates the lab slug (its title too) of the fixture's shell
+// module on the Debian template, with tasks.
+func debianLab(t *testing.T, e *apitest.Env, admin *apitest.User, slug string, tasks ...map[string]any) int64 {
+	t.Helper()
+	mod := loadFixture(t, e)["shell"]
+	return createLab(t, e, admin, fmt.Sprintf("slug=%s&title=%s&module_id=%d&template_id=%d", slug, slug, mod, templateNamed(t, e, "Debian")),
+		map[string]any{"tasks": tasks})
 }
 
 // filesContaining lists the files written in sandbox id (the engine's list of
@@ -102,18 +115,11 @@ func TestChecksCannotBeFooledByTheLearnersPrograms(t *testing.T) {
 	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(trustBashCheck, "a bash check")
 		apitest.RegisterSecret(trustShCheck, "an sh check")
-		mod := loadFixture(t, e)["shell"]
-		labID := createLab(t, e, admin, fmt.Sprintf("slug=trust&title=Trust&module_id=%d&template_id=%d", mod, templateNamed(t, e, "Debian")), map[string]any{
-			"tasks": []map[string]any{{"title": "State", "check": trustBashCheck}, {"title": "Other", "check": trustShCheck}},
-		})
-		var at labAttemptBody
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
-		box := *at.ContainerID
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), box) })
+		labID := debianLab(t, e, admin, "trust", map[string]any{"title": "State", "check": trustBashCheck}, map[string]any{"title": "Other", "check": trustShCheck})
+		box := *startLab(t, e, alice.Token, labID).ContainerID
 		verdicts := func(when string, want ...string) {
 			t.Helper()
 			got := labCheck(t, e, labID, alice.Token)
@@ -128,13 +134,7 @@ func TestChecksCannotBeFooledByTheLearnersPrograms(t *testing.T) {
 		// As the learner types it, with sudo.
 		learner := func(script string) {
 			t.Helper()
-			res, err := e.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), box, sandbox.Script{Text: script})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.OK() {
-				t.Fatalf("as the learner: %s\n%s", script, res.Transcript())
-			}
+			execOK(t, e, alice.ID, box, sandbox.Script{Text: script}, "as the learner")
 		}
 
 		// (c) A grep of the learner's that always succeeds, first in PATH.
@@ -170,17 +170,11 @@ func TestTamperedSystemFilesStopChecks(t *testing.T) {
 	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(tamperCheck, "a check that always passes")
-		mod := loadFixture(t, e)["shell"]
-		labID := createLab(t, e, admin, fmt.Sprintf("slug=tamper&title=Tamper&module_id=%d&template_id=%d", mod, templateNamed(t, e, "Debian")), map[string]any{
-			"tasks": []map[string]any{{"title": "One", "check": tamperCheck}, {"title": "Two", "check": tamperCheck}},
-		})
-		var at labAttemptBody
-		e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/laboratories/%d/start", labID), Token: alice.Token}).Expect(t, 201).JSON(t, &at)
+		labID := debianLab(t, e, admin, "tamper", map[string]any{"title": "One", "check": tamperCheck}, map[string]any{"title": "Two", "check": tamperCheck})
+		at := startLab(t, e, alice.Token, labID)
 		box := *at.ContainerID
-		t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), box) })
 		root := func(script string) { t.Helper(); asRoot(t, e, alice.ID, box, script) }
 		passes := func(when string) {
 			t.Helper()
@@ -344,8 +338,7 @@ func TestSandboxesNeedTheToolsImage(t *testing.T) {
 		if !strings.Contains(r.Detail(), "tuxlab/sandbox-tools:missing") || !strings.Contains(r.Detail(), "./scripts/build-images.sh tools") {
 			t.Fatalf("detail %q", r.Detail())
 		}
-		var mine []containerBody
-		e.Get("/api/containers/sandbox", alice.Token).Expect(t, 200).JSON(t, &mine)
+		mine := listSandboxes(t, e, alice.Token)
 		if len(mine) != 0 {
 			t.Fatalf("left behind: %+v", mine)
 		}
@@ -387,8 +380,7 @@ func TestExamPracticalOnATamperedSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
-		admin := e.CreateUser("root", auth.RoleAdmin)
-		alice := e.CreateUser("alice", auth.RoleStudent)
+		admin, alice := rootAndAlice(e)
 		apitest.RegisterSecret(examCheckSecret, "a practical check")
 		tpl := busyboxTemplate(t, e)
 		body := fixtureExamBody()

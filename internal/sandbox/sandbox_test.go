@@ -91,6 +91,27 @@ func (f *fixture) create(t *testing.T) *sandbox.Container {
 	return c
 }
 
+// rowless makes an engine container named prefix and this install's
+// instance id, labelled as sandbox 999999 of the install instance, with no
+// row behind it.
+func (f *fixture) rowless(t *testing.T, prefix, instance string) string {
+	t.Helper()
+	id, err := f.rt.Create(context.Background(), sandbox.Spec{Name: prefix + f.svc.Instance(), Image: apitest.TestImage, Cmd: []string{"sleep", "600"},
+		Network: "none", Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: instance, sandbox.LabelContainer: "999999"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// reconcile runs svc's reconciliation, which must not fail.
+func reconcile(t *testing.T, svc *sandbox.Service) {
+	t.Helper()
+	if err := svc.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSweepStopsIdleSandboxesAndRemovesExpiredOnes(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -147,26 +168,16 @@ func TestReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 		// An engine container of this install with no row: an orphan.
-		orphan, err := f.rt.Create(ctx, sandbox.Spec{Name: "tuxlab-orphan-" + f.svc.Instance(), Image: apitest.TestImage, Cmd: []string{"sleep", "600"},
-			Network: "none", Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: f.svc.Instance(), sandbox.LabelContainer: "999999"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		orphan := f.rowless(t, "tuxlab-orphan-", f.svc.Instance())
 		// Another install's container sharing the engine: not ours to touch.
-		foreign, err := f.rt.Create(ctx, sandbox.Spec{Name: "tuxlab-foreign-" + f.svc.Instance(), Image: apitest.TestImage, Cmd: []string{"sleep", "600"},
-			Network: "none", Labels: map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: "someone-else", sandbox.LabelContainer: "999999"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		foreign := f.rowless(t, "tuxlab-foreign-", "someone-else")
 		defer f.rt.Remove(ctx, foreign)
 		// A container removed behind tuxlab's back.
 		if err := f.rt.Remove(ctx, vanished.EngineID); err != nil {
 			t.Fatal(err)
 		}
 
-		if err := f.svc.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconcile(t, f.svc)
 		if _, err := f.rt.Inspect(ctx, orphan); !errors.Is(err, sandbox.ErrGone) {
 			t.Fatalf("orphan survived: %v", err)
 		}
@@ -191,9 +202,7 @@ func TestReconcile(t *testing.T) {
 		if err := f.rt.Stop(ctx, kept.EngineID, time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.svc.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconcile(t, f.svc)
 		if got, _ := db.Sandboxes().FindContainerByID(ctx, kept.ID); got.Status != sandbox.StatusStopped || got.StoppedAt == nil {
 			t.Fatalf("externally stopped: %+v", got)
 		}
@@ -238,9 +247,7 @@ func TestReconcileKeepsANewerRow(t *testing.T) {
 		if err := f.rt.Remove(ctx, c.EngineID); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconcile(t, svc)
 		if got, err := db.Sandboxes().FindContainerByID(ctx, c.ID); err != nil || got.StatusDetail != why {
 			t.Fatalf("the newer row was overwritten: %+v %v", got, err)
 		}
@@ -266,16 +273,12 @@ func TestReconcileEndsUnfinishedCreations(t *testing.T) {
 			}
 		}
 		// Within the grace period a creation may still be under way.
-		if err := f.svc.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconcile(t, f.svc)
 		if got, _ := db.Sandboxes().FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusCreating {
 			t.Fatalf("a young creating row was changed: %+v", got)
 		}
 		f.clock.Add(3 * time.Minute)
-		if err := f.svc.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+		reconcile(t, f.svc)
 		if got, _ := db.Sandboxes().FindContainerByID(ctx, started.ID); got.Status != sandbox.StatusRunning {
 			t.Fatalf("an engine-running creation: %+v", got)
 		}

@@ -93,6 +93,7 @@ func runCode(t *testing.T, ctx context.Context, rt *qemu.Runtime, id string, s s
 // TestMachine boots one machine with two blank disks and the user-mode
 // network, and checks through the driver what a learner's machine must be.
 func TestMachine(t *testing.T) {
+	t.Parallel()
 	rt, state := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*bootTimeout)
 	defer cancel()
@@ -112,6 +113,9 @@ func TestMachine(t *testing.T) {
 	if got := strings.TrimSpace(run(t, bootCtx, rt, id, "cat /proc/1/comm")); got != "systemd" {
 		t.Fatalf("PID 1 is %q; want systemd", got)
 	}
+
+	// For the logs: where the boot's time went (it varies with the host's load).
+	t.Log(run(t, bootCtx, rt, id, "systemd-analyze time 2>&1 | head -1; systemd-analyze blame 2>&1 | head -8"))
 
 	t.Run("Kernel", func(t *testing.T) {
 		want, err := rt.KernelRelease(qemu.DefaultImage)

@@ -31,6 +31,7 @@ type record struct {
 	DiskMB       int               `json:"disk_mb"`
 	ExtraDisksMB []int             `json:"extra_disks_mb,omitempty"`
 	Network      string            `json:"network"`
+	Warm         string            `json:"warm,omitempty"` // the warm template it restores from (warm.go)
 	Created      time.Time         `json:"created"`
 	StartedAt    time.Time         `json:"started_at"`
 	FinishedAt   time.Time         `json:"finished_at"`

@@ -238,7 +238,7 @@ func (r *Runtime) syncGuest(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	r.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{"sync"}}, nil, io.Discard, io.Discard)
+	r.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{"sync"}, User: "root"}, nil, io.Discard, io.Discard)
 }
 
 func (r *Runtime) diskFiles(rec *record) []string {
@@ -337,6 +337,7 @@ func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
 	if len(problems) > 0 {
 		return nil, errs.Errorf(errs.Invalid, "Machine: %s", strings.Join(problems, "; "))
 	}
+	rec.Warm = r.warmFor(rec)
 	return rec, nil
 }
 
@@ -354,8 +355,11 @@ func newID() string {
 }
 
 func (r *Runtime) createDisks(ctx context.Context, rec *record) error {
-	base := filepath.Join(rec.ImageDir, "base.img")
-	args := [][]string{{"create", "-q", "-f", "qcow2", "-b", base, "-F", "raw", r.path(rec.ID, rootDisk), strconv.Itoa(rec.DiskMB) + "M"}}
+	base, format := filepath.Join(rec.ImageDir, "base.img"), "raw"
+	if rec.Warm != "" {
+		base, format = filepath.Join(rec.Warm, "root.qcow2"), "qcow2"
+	}
+	args := [][]string{{"create", "-q", "-f", "qcow2", "-b", base, "-F", format, r.path(rec.ID, rootDisk), strconv.Itoa(rec.DiskMB) + "M"}}
 	for i, mb := range rec.ExtraDisksMB {
 		args = append(args, []string{"create", "-q", "-f", "qcow2", r.path(rec.ID, extraDisk(i)), strconv.Itoa(mb) + "M"})
 	}
@@ -398,6 +402,13 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	}
 	if r.pid(id) == 0 {
 		return fmt.Errorf("start machine %s: QEMU exited at once: %s", id, r.bootLogTail(id, 2000))
+	}
+	if rec.Warm != "" && rec.StartedAt.IsZero() {
+		if err := r.finishWarm(ctx, rec); err != nil {
+			r.ch.closeMachine(id)
+			r.kill(id)
+			return err
+		}
 	}
 	rec.StartedAt = time.Now().UTC()
 	return r.save(rec)
@@ -442,6 +453,11 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		"-device", "virtserialport,chardev=channel,name=tuxlab.ssh",
 		"-device", "virtio-rng-pci",
 	)
+	if rec.Warm != "" && rec.StartedAt.IsZero() {
+		// The first start restores the warm template's state; later ones
+		// boot the machine's own disk cold.
+		a = append(a, "-incoming", "exec:cat "+quote(filepath.Join(rec.Warm, "state")))
+	}
 	if rec.Network == NetworkUser {
 		// restrict=on: without it the guest reaches the host's loopback
 		// services at 10.0.2.2 (measured: PostgreSQL).

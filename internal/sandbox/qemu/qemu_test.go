@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ const bootTimeout = 6 * time.Minute
 // failure.
 func newRuntime(t testing.TB) (*qemu.Runtime, string) {
 	t.Helper()
+	removeStale(t)
 	required := os.Getenv("CI") != "" || os.Getenv("TUXLAB_TEST_MACHINE") == "1"
 	miss := func(why string) {
 		if required {
@@ -53,6 +56,10 @@ func newRuntime(t testing.TB) (*qemu.Runtime, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Whose it is: a later run removes it if this process dies first.
+	if err := os.WriteFile(filepath.Join(state, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	rt, err := qemu.New(qemu.Options{ImageDir: imageDir, StateDir: state})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +74,33 @@ func newRuntime(t testing.TB) (*qemu.Runtime, string) {
 		os.RemoveAll(state)
 	})
 	return rt, state
+}
+
+// removeStale kills the machines of test runs that died without cleaning up
+// (a timeout, a kill): QEMU is daemonized and would run on. A state
+// directory whose owner process is gone is removed with its machines.
+func removeStale(t testing.TB) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tlm-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && syscall.Kill(pid, 0) == nil {
+			continue // its test is still running
+		}
+		pidfiles, _ := filepath.Glob(filepath.Join(dir, "*", "qemu.pid"))
+		for _, f := range pidfiles {
+			b, _ := os.ReadFile(f)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if pid > 0 && bytes.Contains(cmdline, []byte(filepath.Dir(f))) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		t.Logf("removed the machines of a dead test run: %s", dir)
+		os.RemoveAll(dir)
+	}
 }
 
 // run runs script in machine id as root and returns its stdout, failing the

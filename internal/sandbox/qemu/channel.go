@@ -151,10 +151,12 @@ func (r *Runtime) client(ctx context.Context, id string) (*ssh.Client, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	// For admins and CI logs: where the boot stands.
+	tail := strings.ReplaceAll(r.bootLogTail(id, 400), "\r", "")
 	if last != nil {
-		return nil, fmt.Errorf("%w (machine %s's channel: %v)", ctx.Err(), id, last)
+		return nil, fmt.Errorf("%w (machine %s's channel: %v; console's end: %q)", ctx.Err(), id, last, tail)
 	}
-	return nil, ctx.Err()
+	return nil, fmt.Errorf("%w (machine %s not answering; console's end: %q)", ctx.Err(), id, tail)
 }
 
 // lockContext locks mu unless ctx ends first.

@@ -68,7 +68,6 @@ if [ "$PRINT" = 1 ]; then
 	exit 0
 fi
 
-[ "$(id -u)" = 0 ] || die "building the machine image needs root (chroot, device files): sudo $0"
 for tool in "$DOCKER" chroot mkfs.ext4 tar sha256sum flock; do
 	command -v "$tool" >/dev/null || die "$tool is missing (mkfs.ext4: apt-get install e2fsprogs)"
 done
@@ -84,16 +83,18 @@ RECIPE=$({
 DEST=$OUT/$RECIPE
 
 point_current() {
+	[ "$(readlink "$OUT/current" 2>/dev/null)" != "$RECIPE" ] || return 0
 	ln -sfn "$RECIPE" "$OUT/current.tmp"
 	mv -T "$OUT/current.tmp" "$OUT/current"
 }
 
-mkdir -p "$OUT"
 if [ "$FORCE" = 0 ] && [ -f "$DEST/.complete" ]; then
 	point_current
 	say "machine image $DEST already present (recipe $RECIPE; --force rebuilds)"
 	exit 0
 fi
+[ "$(id -u)" = 0 ] || die "building the machine image needs root (chroot, device files): sudo $0"
+mkdir -p "$OUT"
 
 # One build at a time: tests and CI may call this concurrently.
 exec 9>"$OUT/.lock"

@@ -15,6 +15,10 @@
 # then sets TUXLAB_TEST_DOCKER=1, which makes a missing engine or image fail the tests.
 # TUXLAB_TEST_NO_DOCKER=1 skips that set-up (and the sandbox tests skip).
 #
+# Machine tests need QEMU and the machine image (scripts/build-machine-image.sh,
+# from the debian image): installed and built when missing, then
+# TUXLAB_TEST_MACHINE=1. TUXLAB_TEST_NO_MACHINE=1 skips that (the tests skip).
+#
 # The browser test drives headless Chromium through the web interface; the script
 # installs chromium and node (apt) and e2e's playwright-core (npm ci), then sets
 # TUXLAB_TEST_BROWSER=1. TUXLAB_TEST_NO_BROWSER=1 skips that set-up (the test skips).
@@ -79,6 +83,25 @@ if [ -z "${TUXLAB_TEST_NO_DOCKER:-}" ]; then
 		say "CI needs the container engine for the sandbox tests"; exit 1
 	else
 		say "no container engine: the sandbox tests will skip (TUXLAB_TEST_DOCKER is not set)"
+	fi
+fi
+
+# Machines (internal/sandbox/qemu): QEMU and the machine image, built from the
+# debian sandbox image when missing or out of date (a few minutes the first
+# time, cached in /var/lib/tuxlab/machine). TUXLAB_TEST_MACHINE=1 then makes a
+# missing QEMU or image fail the machine tests; TUXLAB_TEST_NO_MACHINE=1 skips
+# this set-up (and the machine tests skip).
+if [ -z "${TUXLAB_TEST_NO_MACHINE:-}" ] && [ -n "${TUXLAB_TEST_DOCKER:-}" ]; then
+	machine_ok=1
+	if ! command -v qemu-system-x86_64 >/dev/null || ! command -v qemu-img >/dev/null; then
+		apt_install qemu-system-x86 qemu-utils || machine_ok=
+	fi
+	if [ -n "$machine_ok" ] && ./scripts/build-machine-image.sh; then
+		export TUXLAB_TEST_MACHINE=1
+	elif [ -n "${CI:-}" ]; then
+		say "CI needs QEMU and the machine image for the machine tests"; exit 1
+	else
+		say "no QEMU or machine image: the machine tests will skip (TUXLAB_TEST_MACHINE is not set)"
 	fi
 fi
 

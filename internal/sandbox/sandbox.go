@@ -82,6 +82,10 @@ type Spec struct {
 	// ToolsVolume names the volume of trusted tools (Runtime.ToolsVolume),
 	// mounted read-only at ToolsDir; "" mounts nothing.
 	ToolsVolume string
+	// ExtraDisksMB are the sizes, in MiB, of blank disks a machine gets
+	// besides its root disk (machine drivers only; container drivers
+	// ignore it).
+	ExtraDisksMB []int
 }
 
 // ToolsDir is where every sandbox sees the trusted tools, read-only: the
@@ -276,6 +280,10 @@ var (
 	ErrToolsMissing       = errs.E(errs.Unavailable, "The trusted tools image is not on this host: an operator must run ./scripts/build-images.sh tools")
 	ErrNoDiskQuota        = errs.E(errs.Conflict, "This host's storage driver cannot limit a sandbox's disk space (overlay2 needs XFS mounted with pquota): set disk_mb to 0, or move the engine's storage")
 )
+
+// ErrUnsupported is what a driver answers for what its kind of sandbox
+// cannot do yet (a machine's tools volume, changes or shared networks).
+var ErrUnsupported = errs.E(errs.Conflict, "This kind of sandbox does not support this yet")
 
 // Labels that tie every engine object to its row.
 const (

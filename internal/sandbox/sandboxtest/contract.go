@@ -20,8 +20,24 @@ type ContractOptions struct {
 	// Image is a sandbox image with a POSIX /bin/sh, cat, stty and sleep
 	// (tuxlab/sandbox-busybox:latest).
 	Image string
-	// ToolsImage is the image of trusted tools (sandbox.DefaultToolsImage).
+	// ToolsImage is the image of trusted tools (sandbox.DefaultToolsImage);
+	// "" for a driver without a tools volume (machines), whose ToolsVolume
+	// must then answer sandbox.ErrUnsupported.
 	ToolsImage string
+	// NoChanges: the driver cannot list changed files (machines): Changes
+	// of an existing sandbox must answer sandbox.ErrUnsupported.
+	NoChanges bool
+	// NoNetworks: the driver has no shared networks (machines, for now):
+	// EnsureNetwork must answer sandbox.ErrUnsupported and RemoveNetwork nil.
+	NoNetworks bool
+	// MemoryBytes is each sandbox's memory (0: 64 MiB; a machine needs more).
+	MemoryBytes int64
+	// DiskMB is the disk bound the DiskQuota part asks for (0: 64 MiB; a
+	// machine's is at least its image's size).
+	DiskMB int
+	// Timeout bounds each step, the boot a first exec waits for included
+	// (0: 2 minutes).
+	Timeout time.Duration
 }
 
 // RunContract checks that the runtime newRuntime returns keeps the contract
@@ -62,8 +78,12 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+func (c *contract) ctxFor(t *testing.T) context.Context {
+	d := c.opts.Timeout
+	if d == 0 {
+		d = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -81,17 +101,22 @@ func (c *contract) cleanUp() {
 
 // spec is a container of the suite: a shell that waits, ended by SIGTERM.
 func (c *contract) spec(t *testing.T) sandbox.Spec {
+	mem := c.opts.MemoryBytes
+	if mem == 0 {
+		mem = 64 << 20
+	}
 	return sandbox.Spec{
 		Name: "tuxlab-contract-" + c.id + "-" + randomID(), Image: c.opts.Image, Hostname: "contract", User: "0",
 		Cmd:    []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
-		Labels: c.labels, MemoryBytes: 64 << 20, NanoCPUs: 500_000_000, PidsLimit: 64, Network: "none",
+		Labels: c.labels, MemoryBytes: mem, NanoCPUs: 500_000_000, PidsLimit: 64, Network: "none",
 		ToolsVolume: c.toolsOf(t),
 	}
 }
 
+// toolsOf returns the tools volume ("" for a driver without one).
 func (c *contract) toolsOf(t *testing.T) string {
-	if c.tools == "" {
-		v, err := c.rt.ToolsVolume(ctxFor(t), c.opts.ToolsImage)
+	if c.tools == "" && c.opts.ToolsImage != "" {
+		v, err := c.rt.ToolsVolume(c.ctxFor(t), c.opts.ToolsImage)
 		if err != nil {
 			t.Fatalf("ToolsVolume(%s): %v", c.opts.ToolsImage, err)
 		}
@@ -103,7 +128,7 @@ func (c *contract) toolsOf(t *testing.T) string {
 // create makes and starts a container of spec s.
 func (c *contract) create(t *testing.T, s sandbox.Spec) string {
 	t.Helper()
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	id, err := c.rt.Create(ctx, s)
 	if err != nil || id == "" {
 		t.Fatalf("Create: %q %v", id, err)
@@ -118,7 +143,7 @@ func (c *contract) create(t *testing.T, s sandbox.Spec) string {
 func (c *contract) run(t *testing.T, id string, s sandbox.ExecSpec, stdin io.Reader) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code, err := c.rt.Run(ctxFor(t), id, s, stdin, &out, &errOut)
+	code, err := c.rt.Run(c.ctxFor(t), id, s, stdin, &out, &errOut)
 	if err != nil {
 		t.Fatalf("Run(%q): %v", s.Cmd, err)
 	}
@@ -128,13 +153,13 @@ func (c *contract) run(t *testing.T, id string, s sandbox.ExecSpec, stdin io.Rea
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
 
 func (c *contract) ping(t *testing.T) {
-	if err := c.rt.Ping(ctxFor(t)); err != nil {
+	if err := c.rt.Ping(c.ctxFor(t)); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
 }
 
 func (c *contract) imageExists(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	if ok, err := c.rt.ImageExists(ctx, c.opts.Image); !ok || err != nil {
 		t.Errorf("ImageExists(%s) = %v, %v; want true", c.opts.Image, ok, err)
 	}
@@ -144,7 +169,13 @@ func (c *contract) imageExists(t *testing.T) {
 }
 
 func (c *contract) toolsVolume(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
+	if c.opts.ToolsImage == "" {
+		if _, err := c.rt.ToolsVolume(ctx, c.opts.Image); !errors.Is(err, sandbox.ErrUnsupported) {
+			t.Errorf("ToolsVolume of a driver without one = %v; want ErrUnsupported", err)
+		}
+		return
+	}
 	first := c.toolsOf(t)
 	again, err := c.rt.ToolsVolume(ctx, c.opts.ToolsImage)
 	if err != nil || again != first {
@@ -156,7 +187,7 @@ func (c *contract) toolsVolume(t *testing.T) {
 }
 
 func (c *contract) missingContainer(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	missing := "tuxlab-contract-missing-" + c.id
 	calls := map[string]func() error{
 		"Start":   func() error { return c.rt.Start(ctx, missing) },
@@ -189,7 +220,7 @@ func (c *contract) missingContainer(t *testing.T) {
 // listed returns container id's instance in List(labels), if there.
 func (c *contract) listed(t *testing.T, id string) (sandbox.Instance, bool) {
 	t.Helper()
-	list, err := c.rt.List(ctxFor(t), c.labels)
+	list, err := c.rt.List(c.ctxFor(t), c.labels)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -202,7 +233,7 @@ func (c *contract) listed(t *testing.T, id string) (sandbox.Instance, bool) {
 }
 
 func (c *contract) lifecycle(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	id, err := c.rt.Create(ctx, c.spec(t))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -228,14 +259,20 @@ func (c *contract) lifecycle(t *testing.T) {
 	if in, ok := c.listed(t, id); !ok || !in.State.Running {
 		t.Fatalf("List after Start = %+v, %v", in, ok)
 	}
-	if changes, err := c.rt.Changes(ctx, id); err != nil || slices.ContainsFunc(changes, addedToSystem) {
+	if changes, err := c.rt.Changes(ctx, id); c.opts.NoChanges {
+		if !errors.Is(err, sandbox.ErrUnsupported) {
+			t.Errorf("Changes of a driver without them = %v; want ErrUnsupported", err)
+		}
+	} else if err != nil || slices.ContainsFunc(changes, addedToSystem) {
 		t.Errorf("Changes of a container nothing ran in = %+v, %v; want nothing added to a system directory", changes, err)
 	}
 
 	t.Run("Run", func(t *testing.T) { c.runs(t, id) })
 	t.Run("ExecWithoutTTY", func(t *testing.T) { c.execPlain(t, id) })
 	t.Run("ExecWithTTY", func(t *testing.T) { c.execTTY(t, id) })
-	t.Run("Changes", func(t *testing.T) { c.changes(t, id) })
+	if !c.opts.NoChanges {
+		t.Run("Changes", func(t *testing.T) { c.changes(t, id) })
+	}
 	t.Run("DiskUsage", func(t *testing.T) { c.diskUsage(t, id) })
 
 	for range 2 { // stopping a stopped container changes nothing
@@ -278,9 +315,14 @@ func (c *contract) runs(t *testing.T, id string) {
 	if out != "bar\n/tmp\n65534\n" || code != 0 {
 		t.Errorf("Run with env, dir, user and no stdin = %q, %d", out, code)
 	}
-	out, _, _ = c.run(t, id, sandbox.ExecSpec{Cmd: sh("echo kept > /contract-file; " + sandbox.ToolsDir + "/bin/busybox true && echo tools")}, nil)
-	if out != "tools\n" {
-		t.Errorf("the tools volume is not mounted at %s: %q", sandbox.ToolsDir, out)
+	if out, _, code := c.run(t, id, sandbox.ExecSpec{Cmd: sh("echo kept > /contract-file")}, nil); out != "" || code != 0 {
+		t.Errorf("writing a file as root = %q, %d", out, code)
+	}
+	if c.tools != "" {
+		out, _, _ = c.run(t, id, sandbox.ExecSpec{Cmd: sh(sandbox.ToolsDir + "/bin/busybox true && echo tools")}, nil)
+		if out != "tools\n" {
+			t.Errorf("the tools volume is not mounted at %s: %q", sandbox.ToolsDir, out)
+		}
 	}
 	if _, _, code := c.run(t, id, sandbox.ExecSpec{Cmd: []string{"/no/such/program"}}, nil); code != 126 && code != 127 {
 		t.Errorf("Run of a missing program = code %d; want 126 or 127", code)
@@ -294,7 +336,7 @@ func (c *contract) runs(t *testing.T, id string) {
 }
 
 func (c *contract) execPlain(t *testing.T, id string) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	s, err := c.rt.Exec(ctx, id, sandbox.ExecSpec{Cmd: sh("read l; echo got $l; echo err >&2; exit 4")})
 	if err != nil {
 		t.Fatalf("Exec: %v", err)
@@ -319,7 +361,7 @@ func (c *contract) execPlain(t *testing.T, id string) {
 }
 
 func (c *contract) execTTY(t *testing.T, id string) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	s, err := c.rt.Exec(ctx, id, sandbox.ExecSpec{Cmd: []string{"/bin/sh"}, TTY: true, Cols: 80, Rows: 24, Env: []string{"TERM=dumb"}})
 	if err != nil {
 		t.Fatalf("Exec: %v", err)
@@ -342,7 +384,7 @@ func (c *contract) execTTY(t *testing.T, id string) {
 
 func (c *contract) changes(t *testing.T, id string) {
 	c.run(t, id, sandbox.ExecSpec{Cmd: sh("echo x > /contract-added")}, nil)
-	changes, err := c.rt.Changes(ctxFor(t), id)
+	changes, err := c.rt.Changes(c.ctxFor(t), id)
 	if err != nil {
 		t.Fatalf("Changes: %v", err)
 	}
@@ -354,7 +396,7 @@ func (c *contract) changes(t *testing.T, id string) {
 func (c *contract) diskUsage(t *testing.T, id string) {
 	c.run(t, id, sandbox.ExecSpec{Cmd: sh("head -c 2097152 /dev/urandom > /contract-blob")}, nil)
 	missing := "tuxlab-contract-missing-" + c.id
-	usage, err := c.rt.DiskUsage(ctxFor(t), []string{id, missing})
+	usage, err := c.rt.DiskUsage(c.ctxFor(t), []string{id, missing})
 	if err != nil {
 		t.Fatalf("DiskUsage: %v", err)
 	}
@@ -367,7 +409,16 @@ func (c *contract) diskUsage(t *testing.T, id string) {
 }
 
 func (c *contract) networks(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
+	if c.opts.NoNetworks {
+		if err := c.rt.EnsureNetwork(ctx, c.network, c.labels); !errors.Is(err, sandbox.ErrUnsupported) {
+			t.Errorf("EnsureNetwork of a driver without networks = %v; want ErrUnsupported", err)
+		}
+		if err := c.rt.RemoveNetwork(ctx, c.network); err != nil {
+			t.Errorf("RemoveNetwork of a driver without networks = %v; want nil", err)
+		}
+		return
+	}
 	for range 2 { // a second call finds it there
 		if err := c.rt.EnsureNetwork(ctx, c.network, c.labels); err != nil {
 			t.Fatalf("EnsureNetwork: %v", err)
@@ -405,13 +456,16 @@ func (c *contract) networks(t *testing.T) {
 }
 
 func (c *contract) diskQuota(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := c.ctxFor(t)
 	err := c.rt.ProbeDiskQuota(ctx, c.opts.Image)
 	if err != nil && !errors.Is(err, sandbox.ErrNoDiskQuota) {
 		t.Fatalf("ProbeDiskQuota = %v; want nil or ErrNoDiskQuota", err)
 	}
 	s := c.spec(t)
 	s.DiskMB = 64
+	if c.opts.DiskMB != 0 {
+		s.DiskMB = c.opts.DiskMB
+	}
 	id, cerr := c.rt.Create(ctx, s)
 	switch {
 	case err == nil && cerr != nil:

@@ -1,0 +1,79 @@
+package qemu_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/qemu"
+)
+
+// bootMachine creates and starts a 512 MiB machine and waits until a command
+// runs in it.
+func bootMachine(b *testing.B, rt *qemu.Runtime) string {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	id, err := rt.Create(ctx, sandbox.Spec{Name: "bench", Image: qemu.DefaultImage, MemoryBytes: 512 << 20, DiskMB: 2048})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rt.Start(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	if code, err := rt.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{"true"}}, nil, io.Discard, io.Discard); err != nil || code != 0 {
+		b.Fatalf("first command: %d, %v", code, err)
+	}
+	return id
+}
+
+// rssMiB is the resident memory of machine id's QEMU process.
+func rssMiB(state, id string) float64 {
+	pid, _ := os.ReadFile(filepath.Join(state, id, "qemu.pid"))
+	status, _ := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "status"))
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// BenchmarkBootToExec measures a cold boot: Create, Start and the first
+// command's end (go test -bench BootToExec -benchtime 3x; each takes
+// 30-120 s under TCG). It reports the QEMU process's RSS once booted.
+func BenchmarkBootToExec(b *testing.B) {
+	rt, state := newRuntime(b)
+	var rss float64
+	for b.Loop() {
+		id := bootMachine(b, rt)
+		b.StopTimer()
+		rss += rssMiB(state, id)
+		rt.Remove(context.Background(), id)
+		b.StartTimer()
+	}
+	b.ReportMetric(rss/float64(b.N), "rss-MiB")
+}
+
+// BenchmarkExecRoundTrip measures one non-TTY command (`true`) in a booted
+// machine, over the host channel.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	rt, _ := newRuntime(b)
+	id := bootMachine(b, rt)
+	ctx := context.Background()
+	for b.Loop() {
+		c, cancel := context.WithTimeout(ctx, time.Minute)
+		code, err := rt.Run(c, id, sandbox.ExecSpec{Cmd: []string{"true"}}, nil, io.Discard, io.Discard)
+		cancel()
+		if err != nil || code != 0 {
+			b.Fatalf("Run: %d, %v", code, err)
+		}
+	}
+}

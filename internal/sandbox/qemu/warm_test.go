@@ -1,0 +1,93 @@
+package qemu_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/qemu"
+)
+
+// TestWarmStart saves a booted machine and restores two machines from it:
+// each gets its own machine-id, SSH host keys, host name, the host's clock
+// and its own disk bound, none of them the template's.
+func TestWarmStart(t *testing.T) {
+	t.Parallel()
+	rt, state := newRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*bootTimeout)
+	defer cancel()
+	if err := rt.PrepareWarm(ctx, qemu.DefaultImage, 512); err != nil {
+		t.Fatalf("PrepareWarm: %v", err)
+	}
+	metas, _ := filepath.Glob(filepath.Join(state, "warm", "*", "warm.json"))
+	if len(metas) != 1 {
+		t.Fatalf("warm templates: %v", metas)
+	}
+	var meta struct {
+		MachineID string `json:"machine_id"`
+	}
+	if b, err := os.ReadFile(metas[0]); err != nil || json.Unmarshal(b, &meta) != nil || len(meta.MachineID) != 32 {
+		t.Fatalf("warm.json: %s, %v", b, err)
+	}
+
+	seen := map[string]string{meta.MachineID: "the template"}
+	for i, host := range []string{"warm1", "warm2"} {
+		id, err := rt.Create(ctx, sandbox.Spec{Name: host, Image: qemu.DefaultImage, Hostname: host, User: "learner", MemoryBytes: 512 << 20, DiskMB: 2048})
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		start := time.Now()
+		if err := rt.Start(ctx, id); err != nil {
+			t.Fatalf("Start (restore): %v", err)
+		}
+		got := strings.Fields(run(t, ctx, rt, id, "cat /etc/machine-id; hostname; date +%s; ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub | cut -d' ' -f2; lsblk -dnb -o SIZE /dev/vda; df -m --output=size / | tail -1; cat /proc/1/comm"))
+		t.Logf("machine %d restored and renewed in %s", i+1, time.Since(start).Round(time.Millisecond))
+		if len(got) != 7 {
+			t.Fatalf("machine %d: %q", i+1, got)
+		}
+		machineID, hostname, clock, hostKey, disk, fsMB, init := got[0], got[1], got[2], got[3], got[4], got[5], got[6]
+		for _, v := range []string{machineID, hostKey} {
+			if who, ok := seen[v]; ok {
+				t.Errorf("machine %d shares %s with %s", i+1, v, who)
+			}
+			seen[v] = host
+		}
+		if hostname != host || init != "systemd" {
+			t.Errorf("machine %d: hostname %q, PID 1 %q", i+1, hostname, init)
+		}
+		if sec, _ := strconv.ParseInt(clock, 10, 64); time.Since(time.Unix(sec, 0)).Abs() > time.Minute {
+			t.Errorf("machine %d's clock says %s; the host's %s", i+1, time.Unix(sec, 0), time.Now())
+		}
+		if mb, _ := strconv.Atoi(fsMB); disk != strconv.Itoa(2048<<20) || mb < 1800 {
+			t.Errorf("machine %d: vda %s bytes, / %s MiB; want the 2048 MiB bound, the file system grown to it", i+1, disk, fsMB)
+		}
+		if out := run(t, ctx, rt, id, "sudo -n -u learner id -un"); strings.TrimSpace(out) != "learner" {
+			t.Errorf("machine %d: %q", i+1, out)
+		}
+	}
+}
+
+// BenchmarkWarmStart measures Create, Start (a restore and the renewals) and
+// the first command, from a warm template made before the timer starts.
+func BenchmarkWarmStart(b *testing.B) {
+	rt, state := newRuntime(b)
+	ctx := context.Background()
+	if err := rt.PrepareWarm(ctx, qemu.DefaultImage, 512); err != nil {
+		b.Fatal(err)
+	}
+	var rss float64
+	for b.Loop() {
+		id := bootMachine(b, rt)
+		b.StopTimer()
+		rss += rssMiB(state, id)
+		rt.Remove(ctx, id)
+		b.StartTimer()
+	}
+	b.ReportMetric(rss/float64(b.N), "rss-MiB")
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Build the machine image: the kernel, initramfs and root file system the QEMU
+# driver (internal/sandbox/qemu) boots learners' machines from.
+#
+#   ./scripts/build-machine-image.sh           # build only if missing or out of date
+#   ./scripts/build-machine-image.sh --force   # rebuild even if up to date
+#   ./scripts/build-machine-image.sh --print   # print the current image's directory
+#
+# The root file system is tuxlab/sandbox-debian:latest exported (so the learner
+# account, sudo, motd and tools are those of the container sandboxes), with
+# Debian's kernel, systemd as init and the system-administration packages of
+# MACHINE_PACKAGES installed by apt-get in a chroot (Debian's mirror is the only
+# network the build uses), then configured to boot under QEMU. The result is
+#
+#   $TUXLAB_MACHINE_DIR/<recipe>/{vmlinuz,initrd.img,base.img,kernel.release,packages.txt}
+#   $TUXLAB_MACHINE_DIR/current -> <recipe>
+#
+# <recipe> is the first 16 hex digits of a sha256 of this file and of the
+# source image's id: changing either builds a new directory, and `current`
+# moves to it once it is complete. Older directories are kept (machines
+# created from them still use their base.img as a backing file); remove one by
+# hand once no machine uses it. See docs/machines.md.
+#
+# Environment (all optional):
+#   DOCKER              container engine CLI (default: docker)
+#   TUXLAB_MACHINE_DIR  where images go (default: /var/lib/tuxlab/machine)
+#   TMPDIR              where the temporary root file system goes (default: /var/tmp)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DOCKER=${DOCKER:-docker}
+SOURCE_IMAGE=tuxlab/sandbox-debian:latest
+OUT=${TUXLAB_MACHINE_DIR:-/var/lib/tuxlab/machine}
+
+# What a machine adds to the container image: a kernel and an init, and what
+# the LFCS-style lessons need a kernel and disks of their own for.
+MACHINE_PACKAGES=(
+	systemd-sysv udev dbus linux-image-cloud-amd64 initramfs-tools zstd kmod
+	lvm2 mdadm cryptsetup cryptsetup-bin nftables quota nfs-common chrony
+	apparmor apparmor-utils openssh-server qemu-guest-agent e2fsprogs xfsprogs
+	dosfstools parted fdisk procps less iproute2
+)
+
+say() { printf '==> %s\n' "$*"; }
+die() {
+	printf '==> ERROR: %s\n' "$*" >&2
+	exit 1
+}
+elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+FORCE=0
+PRINT=0
+for arg in "$@"; do
+	case $arg in
+	--force | -f) FORCE=1 ;;
+	--print) PRINT=1 ;;
+	-h | --help)
+		sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) die "unknown argument: $arg (see --help)" ;;
+	esac
+done
+
+if [ "$PRINT" = 1 ]; then
+	[ -f "$OUT/current/.complete" ] || die "no machine image in $OUT: run $0"
+	readlink -f "$OUT/current"
+	exit 0
+fi
+
+for tool in "$DOCKER" chroot mkfs.ext4 tar sha256sum flock; do
+	command -v "$tool" >/dev/null || die "$tool is missing (mkfs.ext4: apt-get install e2fsprogs)"
+done
+
+# The source image: built by build-images.sh when missing or out of date.
+"$REPO/scripts/build-images.sh" debian | sed 's/^/    /'
+IMAGE_ID=$("$DOCKER" image inspect -f '{{.Id}}' "$SOURCE_IMAGE") ||
+	die "$SOURCE_IMAGE is not on the engine: run ./scripts/build-images.sh debian"
+RECIPE=$({
+	sha256sum <"${BASH_SOURCE[0]}"
+	printf '%s\n' "$IMAGE_ID"
+} | sha256sum | cut -c1-16)
+DEST=$OUT/$RECIPE
+
+point_current() {
+	[ "$(readlink "$OUT/current" 2>/dev/null)" != "$RECIPE" ] || return 0
+	ln -sfn "$RECIPE" "$OUT/current.tmp"
+	mv -T "$OUT/current.tmp" "$OUT/current"
+}
+
+if [ "$FORCE" = 0 ] && [ -f "$DEST/.complete" ]; then
+	point_current
+	say "machine image $DEST already present (recipe $RECIPE; --force rebuilds)"
+	exit 0
+fi
+[ "$(id -u)" = 0 ] || die "building the machine image needs root (chroot, device files): sudo $0"
+mkdir -p "$OUT"
+
+# One build at a time: tests and CI may call this concurrently.
+exec 9>"$OUT/.lock"
+if ! flock -n 9; then
+	say "another build-machine-image.sh is running: waiting for it"
+	flock 9
+	if [ "$FORCE" = 0 ] && [ -f "$DEST/.complete" ]; then
+		point_current
+		say "machine image $DEST built meanwhile"
+		exit 0
+	fi
+fi
+
+START=$SECONDS
+WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/tuxlab-machine.XXXXXX")
+ROOT=$WORK/rootfs
+CID=
+unmount_all() {
+	local m
+	awk -v d="$WORK/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+}
+cleanup() {
+	if [ -n "$CID" ]; then "$DOCKER" rm -f "$CID" >/dev/null 2>&1 || true; fi
+	unmount_all
+	rm -rf --one-file-system "$WORK" "$OUT/.$RECIPE.tmp" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "[machine] recipe $RECIPE: exporting $SOURCE_IMAGE"
+mkdir -p "$ROOT"
+CID=$("$DOCKER" create "$SOURCE_IMAGE" /bin/true)
+"$DOCKER" export "$CID" | tar -xpf - -C "$ROOT" --numeric-owner
+"$DOCKER" rm -f "$CID" >/dev/null
+CID=
+say "[machine] exported in $(elapsed $((SECONDS - START))), $(du -sm "$ROOT" | cut -f1) MB"
+
+say "[machine] apt-get install in a chroot: ${MACHINE_PACKAGES[*]}"
+rm -f "$ROOT/etc/resolv.conf"
+cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+chmod 0755 "$ROOT/usr/sbin/policy-rc.d"
+mount -t proc proc "$ROOT/proc"
+mount -t sysfs sys "$ROOT/sys"
+mount --bind /dev "$ROOT/dev"
+in_root() { chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+apt_log=$WORK/apt.log
+if ! { in_root apt-get -q update && in_root apt-get -q install -y --no-install-recommends "${MACHINE_PACKAGES[@]}"; } >"$apt_log" 2>&1; then
+	tail -n 30 "$apt_log" | sed 's/^/    | /' >&2
+	die "apt-get in the chroot failed (output above): check the Debian mirror in the image's sources"
+fi
+grep -c '^Setting up ' "$apt_log" | sed 's/^/    packages set up: /'
+in_root apt-get clean
+rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT/usr/sbin/policy-rc.d"
+# shellcheck disable=SC2016 # a dpkg-query format, not shell
+in_root dpkg-query -W -f '${Package} ${Version}\n' >"$WORK/packages.txt"
+say "[machine] packages installed at $(elapsed $((SECONDS - START)))"
+
+say "[machine] configuring the guest"
+# A small initramfs: the virtio drivers the root disk needs, not every module.
+sed -i 's/^MODULES=.*/MODULES=list/' "$ROOT/etc/initramfs-tools/initramfs.conf"
+printf '%s\n' virtio_pci virtio_blk virtio_console virtio_net >>"$ROOT/etc/initramfs-tools/modules"
+KVER=$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -1)
+[ -n "$KVER" ] || die "no kernel was installed in the chroot"
+in_root update-initramfs -c -k "$KVER" >/dev/null 2>&1 || in_root update-initramfs -u -k "$KVER" >/dev/null
+unmount_all
+
+rm -f "$ROOT/.dockerenv" "$ROOT/etc/resolv.conf" "$ROOT/var/lib/dbus/machine-id"
+: >"$ROOT/etc/machine-id" # systemd makes a new one at each machine's first boot
+echo machine >"$ROOT/etc/hostname" # the driver names each machine with systemd.hostname=
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$ROOT/etc/hosts"
+# The root disk is the overlay, larger than this file system: grow it at first boot.
+printf 'LABEL=root / ext4 defaults,errors=remount-ro,x-systemd.growfs 0 1\n' >"$ROOT/etc/fstab"
+# Network: DHCP on the one NIC a machine may have (systemd-networkd, no waiting).
+mkdir -p "$ROOT/etc/systemd/network"
+printf '[Match]\nName=eth*\n\n[Network]\nDHCP=ipv4\n' >"$ROOT/etc/systemd/network/80-dhcp.network"
+in_root systemctl enable systemd-networkd.service >/dev/null 2>&1
+# Units that only slow a boot down or have nothing to do in a machine.
+for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer \
+	e2scrub_reap.service getty@tty1.service systemd-pstore.service \
+	systemd-networkd-wait-online.service; do
+	ln -sf /dev/null "$ROOT/etc/systemd/system/$u"
+done
+# The learner may start an SSH server (lessons do); the host's channel below is another sshd.
+in_root systemctl disable ssh.service >/dev/null 2>&1 || true
+
+# The host channel: sshd -i on the virtio-serial port tuxlab.ssh, accepting
+# only the public key the host passes on the kernel command line
+# (tuxlab.key=<base64 ed25519 key>), for root and every user. A port opens once,
+# read-write, hence the one <> redirection.
+mkdir -p "$ROOT/usr/local/lib/tuxlab"
+cat >"$ROOT/usr/local/lib/tuxlab/channel-key" <<'EOF'
+#!/bin/sh
+# Writes the host's public key from the kernel command line for the tuxlab channel.
+set -e
+key=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^tuxlab\.key=//p' | tail -n 1)
+mkdir -p /run/tuxlab
+chmod 0755 /run/tuxlab
+umask 022
+printf 'ssh-ed25519 %s tuxlab-host\n' "$key" >/run/tuxlab/authorized_keys
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/channel-key"
+cat >"$ROOT/etc/systemd/system/tuxlab-channel.service" <<'EOF'
+[Unit]
+Description=tuxlab host channel (sshd -i on virtio-serial)
+BindsTo=dev-virtio\x2dports-tuxlab.ssh.device
+After=dev-virtio\x2dports-tuxlab.ssh.device
+IgnoreOnIsolate=yes
+
+[Service]
+ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/bin/mkdir -p /run/sshd
+ExecStartPre=/usr/local/lib/tuxlab/channel-key
+ExecStart=/bin/sh -c 'exec /usr/sbin/sshd -i -e -o AuthorizedKeysFile=/run/tuxlab/authorized_keys -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no -o UseDNS=no -o MaxSessions=200 <>/dev/virtio-ports/tuxlab.ssh >&0 2>/dev/null'
+Restart=always
+RestartSec=100ms
+EOF
+wants="$ROOT/etc/systemd/system/dev-virtio\\x2dports-tuxlab.ssh.device.wants"
+mkdir -p "$wants"
+ln -sf ../tuxlab-channel.service "$wants/tuxlab-channel.service"
+mkdir -p "$ROOT/etc/systemd/system/qemu-guest-agent.service.d"
+printf '[Unit]\nIgnoreOnIsolate=yes\n' >"$ROOT/etc/systemd/system/qemu-guest-agent.service.d/isolate.conf"
+
+say "[machine] kernel $KVER; making base.img"
+mkdir -p "$OUT/.$RECIPE.tmp"
+TMPDEST=$OUT/.$RECIPE.tmp
+cp "$ROOT/boot/vmlinuz-$KVER" "$TMPDEST/vmlinuz"
+cp "$ROOT/boot/initrd.img-$KVER" "$TMPDEST/initrd.img"
+printf '%s\n' "$KVER" >"$TMPDEST/kernel.release"
+cp "$WORK/packages.txt" "$TMPDEST/packages.txt"
+# The file system: what the tree holds plus a quarter and 256 MiB, a multiple
+# of 64 MiB. Each machine's overlay is at least this large (its disk bound).
+used=$(du -sm "$ROOT" | cut -f1)
+size=$(((used * 5 / 4 + 256 + 63) / 64 * 64))
+mkfs.ext4 -q -F -L root -d "$ROOT" "$TMPDEST/base.img" "${size}M"
+chmod 0444 "$TMPDEST/base.img"
+touch "$TMPDEST/.complete"
+rm -rf "$DEST"
+mv -T "$TMPDEST" "$DEST"
+point_current
+say "[machine] built $DEST in $(elapsed $((SECONDS - START))): base.img ${size} MiB ($(du -m "$DEST/base.img" | cut -f1) MiB used), vmlinuz $(du -m "$DEST/vmlinuz" | cut -f1) MiB, initrd $(du -m "$DEST/initrd.img" | cut -f1) MiB"

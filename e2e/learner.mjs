@@ -612,6 +612,8 @@ await step("signing out in one tab signs every tab out", async () => {
   await page.click("text=Sign out");
   await page.waitForURL(/\/signin/);
   expect(!(await context.cookies()).some((c) => c.name === "tuxlab_session"), "the session cookie outlived the sign-out");
+  const kept = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("tuxlab.term.")));
+  expect(kept.length === 0, `terminal session ids outlived the sign-out: ${kept}`);
   // The other tab still shows the dashboard; its next navigation lands on sign-in.
   await tab.click('nav a[href="/profile"]');
   await tab.waitForURL(/\/signin/);

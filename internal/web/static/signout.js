@@ -12,5 +12,15 @@ export async function signOut() {
   // open terminal hears of the revoked token and reports it as an error.
   window.dispatchEvent(new CustomEvent("tuxlab:leave"));
   try { await api("POST", "/api/auth/logout", { noSignOut: true }); } catch { /* gone anyway */ }
+  forgetTerminals();
   window.dispatchEvent(new CustomEvent("tuxlab:signout"));
+}
+
+/** forgetTerminals drops the terminal session ids this browser kept
+ * (terminal.js): logout ended those shells, and the next person to sign in
+ * here has no use for them. */
+function forgetTerminals() {
+  try {
+    for (const k of Object.keys(localStorage)) if (k.startsWith("tuxlab.term.")) localStorage.removeItem(k);
+  } catch { /* no storage: nothing kept */ }
 }

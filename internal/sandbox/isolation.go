@@ -117,20 +117,35 @@ func (s *Service) probeImage(ctx context.Context, rt Runtime) (string, error) {
 	return "", errors.New("network check: no template's image is on the engine (scripts/build-images.sh)")
 }
 
-// removeProbeLeftovers removes throwaway containers of this install that are
-// no longer running: a process that died during a check leaves one behind.
-// A running one belongs to a check under way and ends by itself.
+// removeProbeLeftovers removes throwaway containers that are no longer
+// running: a process that died during a check leaves one behind. This
+// install's go at once; another install's (a test run killed midway leaves
+// them with an instance no process will start again) once they are older
+// than probeLeftoverAge. A running one belongs to a check under way and ends
+// by itself.
 func (s *Service) removeProbeLeftovers(ctx context.Context, rt Runtime) {
-	list, err := rt.List(ctx, map[string]string{LabelManaged: managedProbe, LabelInstance: s.instance})
+	list, err := rt.List(ctx, map[string]string{LabelManaged: managedProbe})
 	if err != nil {
 		return
 	}
 	for _, in := range list {
-		if !in.State.Running {
-			rt.Remove(ctx, in.EngineID)
+		if in.State.Running {
+			continue
 		}
+		if in.Labels[LabelInstance] != s.instance {
+			st, err := rt.Inspect(ctx, in.EngineID)
+			if err != nil || s.now().Sub(st.Created) < probeLeftoverAge {
+				continue
+			}
+		}
+		rt.Remove(ctx, in.EngineID)
 	}
 }
+
+// probeLeftoverAge is the age past which a stopped throwaway container is
+// garbage whoever made it: a check is over within a minute (its container
+// sleeps 60 s at most).
+const probeLeftoverAge = 10 * time.Minute
 
 // probeNetwork runs isolationProbe in a throwaway sandbox on a network made
 // as learners' are, removes both, and returns the probe's answer.

@@ -498,7 +498,7 @@ await step("a phone's screen", async () => {
   await run("clear; sleep 999");
   await page.click('.term-keys button[aria-label="Control C (interrupt)"]');
   await page.keyboard.type("echo wrong");
-  await page.click('.term-keys button[aria-label^="Control (applies"]');
+  await page.click('.term-keys button[aria-label^="Ctrl (Control, applies"]');
   await page.keyboard.type("u");
   await page.keyboard.type("echo keybar-$((6*7))");
   await page.keyboard.press("Enter");

@@ -169,10 +169,10 @@ await step("reload with vi open in the lesson's terminal: the same vi comes back
   await page.keyboard.press("i");
   await page.keyboard.type("typed on a phone");
   // A touch keyboard has no Esc: the key bar's.
-  await page.click('.term-keys button[aria-label="Escape"]');
+  await page.click('.term-keys button[aria-label="Esc (Escape)"]');
   await page.keyboard.type(":");
   await waitScreen(/^:\s*$/m); // vi is in its command line: Esc reached it
-  await page.click('.term-keys button[aria-label="Escape"]');
+  await page.click('.term-keys button[aria-label="Esc (Escape)"]');
   await page.reload();
   await page.waitForSelector(".lesson-body");
   await tab("Terminal");

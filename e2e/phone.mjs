@@ -100,7 +100,8 @@ await step("solve the first laboratory in its terminal, check and submit it", as
   await page.waitForSelector('.tasks .task:last-child[data-state="pass"]');
   const states = await page.$$eval(".tasks .task", (ts) => ts.map((t) => t.dataset.state));
   expect(states.length > 0 && states.every((s) => s === "pass"), `the tasks are ${states}`);
-  await look("phone lab passed", true);
+  await page.locator(".tasks .task:last-child").scrollIntoViewIfNeeded();
+  await look("phone lab passed");
   await page.click('.lab-actions button:has-text("Submit")');
   await page.waitForSelector(".lab-status >> text=sandbox was removed");
   expect(/Submitted: 100% .*, passed\./.test(await page.textContent(".lab-status")), `submitted: ${await page.textContent(".lab-status")}`);
@@ -137,6 +138,7 @@ await step("take an exam: an answer survives a reload", async () => {
   const timer = page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""), null, { timeout: 90000 });
   const first = await Promise.race([offer.first().waitFor({ timeout: 90000 }).then(() => "offer"), timer.then(() => "timer")]);
   if (first === "offer") {
+    await offer.first().scrollIntoViewIfNeeded();
     await look("phone exam quota");
     await offer.first().click();
   }
@@ -149,6 +151,7 @@ await step("take an exam: an answer survives a reload", async () => {
   await page.waitForFunction(() => /\d+:\d\d left/.test(document.querySelector(".timer")?.textContent || ""));
   expect(await page.isChecked(`.question input[name="${name}"][value="${value}"]`), "the answer was lost on reload");
   await noHorizontalScroll("the exam");
+  await page.locator(`.question:has(input[name="${name}"])`).scrollIntoViewIfNeeded();
   await look("phone exam attempt");
   await tab("Terminal");
   await connected();
@@ -157,6 +160,7 @@ await step("take an exam: an answer survives a reload", async () => {
   await page.click('form.questions button[type="submit"]');
   await page.waitForSelector(".score");
   expect(/Your score: \d+%/.test(await page.textContent(".score")), "no score after submitting");
+  await page.locator(".score").scrollIntoViewIfNeeded();
   await look("phone exam results");
 });
 
@@ -179,6 +183,7 @@ await step("reload with vi open in the lesson's terminal: the same vi comes back
   await page.waitForSelector('.term[data-state="connected"]', { timeout: 90000 });
   await waitScreen(/^typed on a phone\s*$/m);
   await waitScreen(/^~\s*$/m);
+  const size = () => page.evaluate(() => `${document.querySelector(".term").dataset.rows} ${document.querySelector(".term").dataset.cols}`);
   await look("phone vi after reload");
   await page.click(".term-host .xterm-screen");
   await page.keyboard.type(":q!");
@@ -186,6 +191,12 @@ await step("reload with vi open in the lesson's terminal: the same vi comes back
   await waitScreen(/\$ *$/m);
   await run("test -e phone.txt || echo unsaved-$((6*7))");
   await waitScreen(/^unsaved-42\s*$/m);
+  // The shell's terminal has the size the learner sees, after the reload too.
+  const [rows, cols] = (await size()).split(" ");
+  await run("clear; stty size");
+  await waitScreen(/^\d+ \d+\s*$/m);
+  const said = (await h.screen()).match(/^(\d+) (\d+)\s*$/m);
+  expect(said[1] === rows && said[2] === cols, `stty size says ${said[1]} ${said[2]}, the terminal shows ${rows} ${cols}`);
 });
 
 await step("a second tab is still signed in", async () => {

@@ -66,5 +66,5 @@ export function summary() {
     by.set(r.page, e);
   }
   console.log("axe (WCAG 2.1 A/AA; serious+critical / minor+moderate):");
-  for (const [p, e] of by) console.log(`  ${p.padEnd(16)} light ${e.light?.serious}/${e.light?.other}  dark ${e.dark?.serious}/${e.dark?.other}`);
+  for (const [p, e] of by) console.log(`  ${p.padEnd(28)} light ${e.light?.serious}/${e.light?.other}  dark ${e.dark?.serious}/${e.dark?.other}`);
 }

@@ -18,88 +18,19 @@
 // TUXLAB_E2E_ADMIN=user:password (visit the admin page as that admin),
 // TUXLAB_E2E_IDLE_WARNING=1 (the server closes idle terminals after 20 s:
 // wait for the warning's countdown).
-import { chromium } from "playwright-core";
-import { axe, summary as axeSummary } from "./axe.mjs";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { summary as axeSummary } from "./axe.mjs";
+import { launch, harness, expect, solveLabOne } from "./lib.mjs";
 
 const base = (process.argv[2] || "").replace(/\/$/, "");
 if (!base) { console.error("usage: node learner.mjs BASE_URL"); process.exit(2); }
 const shots = process.env.TUXLAB_SCREENSHOTS || "artifacts/screenshots";
-mkdirSync(shots, { recursive: true });
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  // Chromium's own sandbox cannot run as root (CI runs as root).
-  args: process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : [],
-});
+const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-GB", timezoneId: "Europe/Berlin" });
 await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
 context.setDefaultTimeout(30000);
 const page = await context.newPage();
-
-const problems = [];
-page.on("console", (m) => {
-  const t = m.text();
-  if (/Content.Security.Policy|Refused to/i.test(t)) problems.push(`CSP: ${t}`);
-  else if (m.type() === "error" && !/Failed to load resource/.test(t)) console.log(`  (console error: ${t})`);
-});
-page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
-page.on("dialog", (d) => d.accept());
-
-let n = 0;
-/** check runs axe in both schemes (axe.mjs) and saves the page in dark too. */
-async function check(name, opts = {}) {
-  await axe(page, name, opts);
-  await page.emulateMedia({ colorScheme: "dark" });
-  await shot(`${name.replace(/\W+/g, "-")}-dark`, opts.full);
-  await page.emulateMedia({ colorScheme: null });
-}
-async function shot(name, full = false) {
-  const file = join(shots, `${String(++n).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file, fullPage: full });
-  console.log(`  screenshot ${file}`);
-}
-async function step(name, fn) {
-  const t0 = Date.now();
-  process.stdout.write(`- ${name}\n`);
-  try {
-    await fn();
-  } catch (e) {
-    console.error(`FAIL: ${name}: ${e.message}`);
-    await page.screenshot({ path: join(shots, `failed-${name.replace(/\W+/g, "-")}.png`) }).catch(() => {});
-    await browser.close();
-    process.exit(1);
-  }
-  if (problems.length) {
-    console.error(`FAIL: ${name}:\n  ${problems.join("\n  ")}`);
-    await browser.close();
-    process.exit(1);
-  }
-  console.log(`  ok (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-}
-function expect(cond, msg) { if (!cond) throw new Error(msg); }
-
-// The terminal as the learner sees it: the rows xterm.js draws.
-const screen = () => page.evaluate(() => (document.querySelector(".term-host .xterm-rows")?.innerText || "").replace(/\u00a0/g, " "));
-async function waitScreen(re, timeout = 20000) {
-  try {
-    await page.waitForFunction(([src, flags]) => new RegExp(src, flags).test((document.querySelector(".term-host .xterm-rows")?.innerText || "").replace(/\u00a0/g, " ")),
-      [re.source, re.flags], { timeout, polling: 100 });
-  } catch {
-    throw new Error(`the terminal never showed ${re}; it shows:\n${await screen()}`);
-  }
-}
-async function connected(timeout = 90000) {
-  await page.waitForSelector('.term[data-state="connected"]', { timeout });
-  await waitScreen(/\$ *$/m, 30000); // the shell's prompt
-}
-async function run(cmd) {
-  await page.click(".term-host .xterm-screen");
-  await page.keyboard.type(cmd);
-  await page.keyboard.press("Enter");
-}
+const { step, shot, check, screen, waitScreen, connected, run } = harness(browser, page, shots);
 const user = `ada${Date.now().toString(36).slice(-6)}`;
 const password = "correct horse battery";
 
@@ -328,7 +259,7 @@ await step("check a laboratory task before and after solving it", async () => {
   await page.locator(first).scrollIntoViewIfNeeded();
   await shot("lab-check-failed");
   await check("lab");
-  await run("mkdir -p webapp/releases/{v1,v2} webapp/shared/{config,logs} && echo made-$((1+1))");
+  await run(solveLabOne[0]);
   await waitScreen(/^made-2\s*$/m);
   await page.waitForSelector(`button:has-text("Check my work"):not([disabled])`);
   await page.click("text=Check my work");
@@ -343,8 +274,7 @@ await step("check a laboratory task before and after solving it", async () => {
     await page.keyboard.press("Enter");
   }
   await connected();
-  await run("cp incoming/app.conf webapp/shared/config/app.conf && mv incoming/index.html webapp/releases/v2/ && ln -s releases/v2 webapp/current && " +
-    "ln webapp/shared/config/app.conf webapp/releases/v2/app.conf && rm -- incoming/-old.txt && rm -r incoming/cache && echo solved-$((2+1))");
+  await run(solveLabOne[1]);
   await waitScreen(/^solved-3\s*$/m);
   // A check asked for within the rate limit: the button counts down, disabled.
   await page.click("text=Check my work");
@@ -568,7 +498,7 @@ await step("a phone's screen", async () => {
   await run("clear; sleep 999");
   await page.click('.term-keys button[aria-label="Control C (interrupt)"]');
   await page.keyboard.type("echo wrong");
-  await page.click('.term-keys button[aria-label^="Control (applies"]');
+  await page.click('.term-keys button[aria-label^="Ctrl (Control, applies"]');
   await page.keyboard.type("u");
   await page.keyboard.type("echo keybar-$((6*7))");
   await page.keyboard.press("Enter");

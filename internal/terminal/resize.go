@@ -15,6 +15,7 @@ type resizer struct {
 
 	mu         sync.Mutex
 	cols, rows uint
+	asked      uint64        // how many sizes were set: a later set changes it
 	pending    bool          // a size waits for the engine
 	busy       bool          // an engine resize is in flight
 	idle       chan struct{} // closed while neither
@@ -26,14 +27,40 @@ func newResizer() *resizer {
 	return &resizer{wake: make(chan struct{}, 1), idle: idle}
 }
 
-// set records a size, replacing any not applied yet.
-func (r *resizer) set(cols, rows uint) {
+// set records a size, replacing any not applied yet, and returns its
+// number for setIfLatest.
+func (r *resizer) set(cols, rows uint) uint64 {
 	r.mu.Lock()
+	n := r.setLocked(cols, rows)
+	r.mu.Unlock()
+	r.signal()
+	return n
+}
+
+// setIfLatest records a size unless another was set after size number n:
+// a size the client asked for since then wins. It reports whether it did.
+func (r *resizer) setIfLatest(n uint64, cols, rows uint) bool {
+	r.mu.Lock()
+	if r.asked != n {
+		r.mu.Unlock()
+		return false
+	}
+	r.setLocked(cols, rows)
+	r.mu.Unlock()
+	r.signal()
+	return true
+}
+
+func (r *resizer) setLocked(cols, rows uint) uint64 {
 	if !r.pending && !r.busy {
 		r.idle = make(chan struct{})
 	}
 	r.cols, r.rows, r.pending = cols, rows, true
-	r.mu.Unlock()
+	r.asked++
+	return r.asked
+}
+
+func (r *resizer) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default: // already signalled

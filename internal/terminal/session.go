@@ -318,12 +318,15 @@ func (t *term) detach(s *socket) {
 // size), since the kernel tells the program of a change only. The relay
 // copies a change in its own size to the shell's terminal when it is
 // signalled; redrawPause lets it see the first change before the second.
+// A size the client sends meanwhile (a page that opened its terminal hidden,
+// at a default size, and fits it when shown) is the last word: the second
+// change is left out, since the client's already made the program redraw.
 func (t *term) redraw(ctx context.Context, cols, rows uint) {
 	other := rows - 1
 	if rows <= 1 {
 		other = rows + 1
 	}
-	t.resize.set(cols, other)
+	n := t.resize.set(cols, other)
 	if t.resize.waitIdle(ctx) != nil {
 		return
 	}
@@ -332,7 +335,7 @@ func (t *term) redraw(ctx context.Context, cols, rows uint) {
 	case <-ctx.Done():
 		return
 	}
-	t.resize.set(cols, rows)
+	t.resize.setIfLatest(n, cols, rows)
 }
 
 // redrawPause is how long redraw keeps the intermediate size.

@@ -21,9 +21,10 @@ func browserRequired() bool { return os.Getenv("TUXLAB_TEST_BROWSER") != "" }
 
 // TestBrowserLearner drives headless Chromium through e2e/learner.mjs against
 // the real application: a real database with the bundled curriculum, real
-// sandboxes on the container engine, and the terminal's WebSocket. See the
-// script for every step; it saves a screenshot of each page into
-// artifacts/screenshots (or $TUXLAB_SCREENSHOTS).
+// sandboxes on the container engine, and the terminal's WebSocket; then
+// e2e/phone.mjs walks the same way at a phone's size. See the scripts for
+// every step; they save a screenshot of each page into artifacts/screenshots
+// and its phone/ subdirectory (or $TUXLAB_SCREENSHOTS).
 func TestBrowserLearner(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -83,18 +84,39 @@ func TestBrowserLearner(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The desktop walk, then the same learner's walk on a phone (a new
+	// user, its own screenshots): one after the other, as the two cores of
+	// a CI runner would make either flaky if they shared them.
+	scripts := []struct {
+		name, script, shots string
+		env                 []string
+	}{
+		{"desktop", "learner.mjs", shots, []string{
+			"TUXLAB_E2E_ADMIN=" + admin.Username + ":" + apitest.Password,
+			"TUXLAB_E2E_IDLE_WARNING=1",
+		}},
+		{"phone", "phone.mjs", filepath.Join(shots, "phone"), nil},
+	}
+	for _, s := range scripts {
+		t.Run(s.name, func(t *testing.T) {
+			runScript(t, node, e2e, s.script, e.URL, s.shots, append(s.env, "CHROMIUM="+chromium))
+		})
+	}
+}
+
+// runScript runs node script against url in dir e2e with env added and its
+// screenshots in shots, and fails t when it exits non-zero; its output goes
+// to the test's log.
+func runScript(t *testing.T, node, e2e, script, url, shots string, env []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "learner.mjs", e.URL)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, node, script, url)
 	cmd.Dir = e2e
-	cmd.Env = append(os.Environ(),
-		"CHROMIUM="+chromium,
-		"TUXLAB_SCREENSHOTS="+shots,
-		"TUXLAB_E2E_ADMIN="+admin.Username+":"+apitest.Password,
-		"TUXLAB_E2E_IDLE_WARNING=1",
-	)
+	cmd.Env = append(append(os.Environ(), env...), "TUXLAB_SCREENSHOTS="+shots)
 	out, err := cmd.CombinedOutput()
-	t.Logf("node learner.mjs %s:\n%s", e.URL, strings.TrimSpace(string(out)))
+	t.Logf("node %s %s (%s):\n%s", script, url, time.Since(start).Round(time.Second), strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatalf("the browser test failed (%v); screenshots in %s", err, shots)
 	}

@@ -40,10 +40,12 @@ const storage = {
 };
 
 // KEYS are the key bar's buttons: a name for screen readers, a label, and the
-// bytes sent (arrows follow the application's cursor-key mode).
+// bytes sent (arrows follow the application's cursor-key mode). A name begins
+// with its label's words, so that a learner who says what they see (voice
+// control) reaches the button (WCAG 2.5.3, axe's label-content-name-mismatch).
 const KEYS = [
-  { name: "Escape", label: "Esc", data: "\x1b" },
-  { name: "Control (applies to the next key)", label: "Ctrl", sticky: true },
+  { name: "Esc (Escape)", label: "Esc", data: "\x1b" },
+  { name: "Ctrl (Control, applies to the next key)", label: "Ctrl", sticky: true },
   { name: "Tab", label: "Tab", data: "\t" },
   { name: "Arrow up", label: "↑", arrow: "A" },
   { name: "Arrow down", label: "↓", arrow: "B" },

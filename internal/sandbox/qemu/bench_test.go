@@ -56,10 +56,23 @@ func BenchmarkBootToExec(b *testing.B) {
 		id := bootMachine(b, rt)
 		b.StopTimer()
 		rss += rssMiB(state, id)
+		logBootAnalysis(b, rt, id)
 		rt.Remove(context.Background(), id)
 		b.StartTimer()
 	}
 	b.ReportMetric(rss/float64(b.N), "rss-MiB")
+}
+
+// logBootAnalysis logs where machine id's boot went: systemd-analyze's total,
+// the slowest units and the critical chain to the host channel's unit.
+func logBootAnalysis(b *testing.B, rt *qemu.Runtime, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	rt.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{"sh", "-c",
+		"systemd-analyze time 2>&1 | head -1; systemd-analyze blame 2>&1 | head -8; " +
+			"systemd-analyze critical-chain tuxlab-channel.service 2>&1 | tail -n +3 | head -12"}}, nil, &out, &out)
+	b.Log("\n" + out.String())
 }
 
 // BenchmarkExecRoundTrip measures one non-TTY command (`true`) in a booted

@@ -230,7 +230,7 @@ chmod 0755 "$ROOT/usr/local/lib/tuxlab/host-keys"
 # (virtio_console), and waiting for udev to process it after coldplug put the
 # channel 5-7 s later in the boot (measured). Ordered after basic.target (file
 # systems, tmpfiles, AppArmor profiles loaded) like any service; wanted by
-# sysinit.target so that every boot target (rescue too) gets it.
+# sysinit.target, not by a target a lesson may change (rescue: not tested yet).
 cat >"$ROOT/usr/local/lib/tuxlab/channel" <<'EOF'
 #!/bin/sh
 # Serves one SSH connection from the host on the virtio-serial port tuxlab.ssh.

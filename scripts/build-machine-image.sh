@@ -172,13 +172,26 @@ printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$
 # The root disk is the overlay, larger than this file system: grow it at first boot.
 printf 'LABEL=root / ext4 defaults,errors=remount-ro,x-systemd.growfs 0 1\n' >"$ROOT/etc/fstab"
 # Network: DHCP on the one NIC a machine may have (systemd-networkd, no waiting).
+# networkd starts when a NIC appears (the udev rule), not at every boot: a
+# machine without a NIC (the default) does not pay for it. A lesson may still
+# enable it for good (systemctl enable systemd-networkd).
 mkdir -p "$ROOT/etc/systemd/network"
 printf '[Match]\nName=eth*\n\n[Network]\nDHCP=ipv4\n' >"$ROOT/etc/systemd/network/80-dhcp.network"
-in_root systemctl enable systemd-networkd.service >/dev/null 2>&1
+in_root systemctl disable systemd-networkd.service >/dev/null 2>&1 || true
+in_root systemctl enable systemd-networkd.socket >/dev/null 2>&1
+# chrony likewise: with no network it has no time source (the host's clock is
+# the guest's). NFS client services start when a lesson mounts a share
+# (mount.nfs starts rpc.statd; rpcbind.socket activates rpcbind) or enables
+# nfs-client.target. Each of these took 2-7 s of a 1-vCPU boot under TCG.
+in_root systemctl disable chrony.service nfs-client.target rpcbind.service >/dev/null 2>&1 || true
+in_root systemctl enable rpcbind.socket >/dev/null 2>&1 || true
+printf '%s\n' '# tuxlab: systemd-networkd and chrony start when the machine has a NIC.' \
+	'ACTION=="add", SUBSYSTEM=="net", KERNEL=="eth*", TAG+="systemd", ENV{SYSTEMD_WANTS}+="systemd-networkd.service chrony.service"' \
+	>"$ROOT/etc/udev/rules.d/80-tuxlab-networkd.rules"
 # Units that only slow a boot down or have nothing to do in a machine.
 for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer \
 	e2scrub_reap.service getty@tty1.service systemd-pstore.service \
-	systemd-networkd-wait-online.service; do
+	systemd-networkd-wait-online.service systemd-binfmt.service modprobe@drm.service; do
 	ln -sf /dev/null "$ROOT/etc/systemd/system/$u"
 done
 # The learner may start an SSH server (lessons do); the host's channel below is another sshd.
@@ -200,26 +213,111 @@ umask 022
 printf 'ssh-ed25519 %s tuxlab-host\n' "$key" >/run/tuxlab/authorized_keys
 EOF
 chmod 0755 "$ROOT/usr/local/lib/tuxlab/channel-key"
+# The machine's SSH host keys, made at its first boot: ed25519 and ECDSA only.
+# (ssh-keygen -A also makes a 3072-bit RSA key: 5-10 s of a boot under TCG.
+# A lesson's sshd serves the keys that exist; `ssh-keygen -A` adds RSA.)
+cat >"$ROOT/usr/local/lib/tuxlab/host-keys" <<'EOF'
+#!/bin/sh
+# Makes the machine's missing SSH host keys (ed25519, ECDSA), as the warm start does.
+set -e
+for t in ed25519 ecdsa; do
+	[ -s /etc/ssh/ssh_host_${t}_key ] || ssh-keygen -q -t "$t" -N '' -f /etc/ssh/ssh_host_${t}_key
+done
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/host-keys"
+# The channel's sshd on the port named tuxlab.ssh, found in sysfs rather than
+# by udev's /dev/virtio-ports link: the port exists from the initramfs on
+# (virtio_console), and waiting for udev to process it after coldplug put the
+# channel 5-7 s later in the boot (measured). Ordered after basic.target (file
+# systems, tmpfiles, AppArmor profiles loaded) like any service; wanted by
+# sysinit.target, not by a target a lesson may change (rescue: not tested yet).
+cat >"$ROOT/usr/local/lib/tuxlab/channel" <<'EOF'
+#!/bin/sh
+# Serves one SSH connection from the host on the virtio-serial port tuxlab.ssh.
+for i in $(seq 600); do
+	for f in /sys/class/virtio-ports/*/name; do
+		if [ "$(cat "$f" 2>/dev/null)" = tuxlab.ssh ]; then
+			port=${f%/name}
+			exec /usr/sbin/sshd -i -e -o AuthorizedKeysFile=/run/tuxlab/authorized_keys \
+				-o PermitRootLogin=prohibit-password -o PasswordAuthentication=no \
+				-o KbdInteractiveAuthentication=no -o UseDNS=no -o MaxSessions=200 \
+				<>"/dev/${port##*/}" >&0 2>/dev/null
+		fi
+	done
+	sleep 0.1
+done
+echo "no virtio-serial port named tuxlab.ssh" >&2
+exit 1
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/channel"
 cat >"$ROOT/etc/systemd/system/tuxlab-channel.service" <<'EOF'
 [Unit]
 Description=tuxlab host channel (sshd -i on virtio-serial)
-BindsTo=dev-virtio\x2dports-tuxlab.ssh.device
-After=dev-virtio\x2dports-tuxlab.ssh.device
 IgnoreOnIsolate=yes
 
 [Service]
-ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/usr/local/lib/tuxlab/host-keys
 ExecStartPre=/bin/mkdir -p /run/sshd
 ExecStartPre=/usr/local/lib/tuxlab/channel-key
-ExecStart=/bin/sh -c 'exec /usr/sbin/sshd -i -e -o AuthorizedKeysFile=/run/tuxlab/authorized_keys -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no -o UseDNS=no -o MaxSessions=200 <>/dev/virtio-ports/tuxlab.ssh >&0 2>/dev/null'
+ExecStart=/usr/local/lib/tuxlab/channel
 Restart=always
 RestartSec=100ms
+
+[Install]
+WantedBy=sysinit.target
 EOF
-wants="$ROOT/etc/systemd/system/dev-virtio\\x2dports-tuxlab.ssh.device.wants"
-mkdir -p "$wants"
-ln -sf ../tuxlab-channel.service "$wants/tuxlab-channel.service"
+in_root systemctl enable tuxlab-channel.service >/dev/null 2>&1
 mkdir -p "$ROOT/etc/systemd/system/qemu-guest-agent.service.d"
 printf '[Unit]\nIgnoreOnIsolate=yes\n' >"$ROOT/etc/systemd/system/qemu-guest-agent.service.d/isolate.conf"
+
+# AppArmor's profile cache, compiled here for the guest kernel: without it
+# apparmor.service compiles every profile at each machine's first boot (14-41 s
+# under TCG). The cache is only used when its features match the running
+# kernel's, so the guest kernel is booted once (init= a script that writes
+# /sys/kernel/security/apparmor/features to a second disk, then exits) and
+# apparmor_parser compiles against what it wrote. The profiles stay enforced:
+# the cache only saves their compilation. Without QEMU the image has no cache
+# (and boots slower).
+apparmor_cache() {
+	local probe=$WORK/probe qemu=qemu-system-x86_64 features
+	command -v "$qemu" >/dev/null || {
+		say "[machine] no $qemu: no AppArmor cache (apparmor.service will compile at each boot)"
+		return 0
+	}
+	mkdir -p "$probe"
+	cat >"$ROOT/usr/local/lib/tuxlab/apparmor-features" <<'EOF'
+#!/bin/sh
+# Build time only: writes this kernel's AppArmor features (a tar) to /dev/vdb.
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
+mount -t tmpfs tmpfs /mnt
+cp -r /sys/kernel/security/apparmor/features /mnt/ && tar -C /mnt -cf /dev/vdb features
+sync
+EOF
+	chmod 0755 "$ROOT/usr/local/lib/tuxlab/apparmor-features"
+	mkfs.ext4 -q -F -L root -d "$ROOT" "$probe/root.img" "$(($(du -sm "$ROOT" | cut -f1) * 5 / 4 + 256))M" >/dev/null
+	truncate -s 16M "$probe/out.tar"
+	timeout 300 "$qemu" -M q35 -m 512 -nodefaults -no-user-config -display none -no-reboot \
+		-accel tcg -cpu max -kernel "$ROOT/boot/vmlinuz-$KVER" -initrd "$ROOT/boot/initrd.img-$KVER" \
+		-append "console=ttyS0 root=/dev/vda ro panic=-1 init=/usr/local/lib/tuxlab/apparmor-features" \
+		-drive "file=$probe/root.img,if=virtio,format=raw,readonly=on" \
+		-drive "file=$probe/out.tar,if=virtio,format=raw" \
+		-serial "file:$probe/console.log" >/dev/null 2>&1 || true
+	rm -f "$ROOT/usr/local/lib/tuxlab/apparmor-features"
+	features=$ROOT/tmp/tuxlab-apparmor-features
+	mkdir -p "$features"
+	if ! tar -C "$features" -xf "$probe/out.tar" 2>/dev/null || [ ! -d "$features/features/domain" ]; then
+		tail -n 20 "$probe/console.log" 2>/dev/null | sed 's/^/    | /' >&2
+		rm -rf "$features"
+		die "could not read the guest kernel's AppArmor features (its console above)"
+	fi
+	mount -t proc proc "$ROOT/proc"
+	in_root apparmor_parser --kernel-features /tmp/tuxlab-apparmor-features/features \
+		--write-cache --skip-kernel-load --quiet -- /etc/apparmor.d
+	unmount_all
+	rm -rf "$features"
+	say "[machine] AppArmor cache: $(find "$ROOT/var/cache/apparmor" -type f | wc -l) files in $(ls "$ROOT/var/cache/apparmor")"
+}
+apparmor_cache
 
 say "[machine] kernel $KVER; making base.img"
 mkdir -p "$OUT/.$RECIPE.tmp"

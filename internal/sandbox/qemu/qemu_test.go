@@ -164,6 +164,19 @@ func TestMachine(t *testing.T) {
 			t.Errorf("hostname = %q; want lab1", got)
 		}
 	})
+	t.Run("BootServices", func(t *testing.T) {
+		// AppArmor's profiles load from the image's cache, still enforced
+		// (lessons teach AppArmor).
+		if out, _, code := runCode(t, ctx, rt, id, sandbox.ExecSpec{Cmd: []string{"aa-status", "--enforced"}, User: "root"}); code != 0 || strings.TrimSpace(out) == "0" {
+			t.Errorf("aa-status --enforced = %q (exit %d); want profiles in enforce mode", out, code)
+		}
+		// networkd starts because the machine has a NIC (udev), and DHCP
+		// gives it QEMU's address.
+		dhcp := "for i in $(seq 300); do ip -4 -o addr show dev eth0 | grep -q 'inet 10.0.2.15/' && exit 0; sleep 1; done; ip addr; systemctl status systemd-networkd; exit 1"
+		if out, _, code := runCode(t, ctx, rt, id, sandbox.ExecSpec{Cmd: []string{"/bin/sh", "-c", dhcp}, User: "root"}); code != 0 {
+			t.Errorf("eth0 never got 10.0.2.15 by DHCP:\n%s", out)
+		}
+	})
 	t.Run("Disks", func(t *testing.T) {
 		got := run(t, ctx, rt, id, "lsblk -dn -b -o NAME,SIZE")
 		for _, want := range []string{fmt.Sprintf("vda %d", 1024<<20), fmt.Sprintf("vdb %d", 64<<20), fmt.Sprintf("vdc %d", 128<<20)} {

@@ -11,17 +11,11 @@ import (
 // labAttemptSummary is what the progress view shows of a lab attempt: its
 // state and per task whether it passed, no feedback or output.
 type labAttemptSummary struct {
-	ID          int64             `json:"id"`
-	Status      string            `json:"status"`
-	ContainerID *int64            `json:"container_id"`
-	StartedAt   timestamp         `json:"started_at"`
-	ExpiresAt   timestamp         `json:"expires_at"`
-	FinishedAt  *timestamp        `json:"finished_at"`
-	Points      int               `json:"points"`
-	MaxPoints   int               `json:"max_points"`
-	Score       int               `json:"score"`
-	Passed      bool              `json:"passed"`
-	Tasks       []taskPassedState `json:"tasks"`
+	ID          int64  `json:"id"`
+	Status      string `json:"status"`
+	ContainerID *int64 `json:"container_id"`
+	attemptOutcome
+	Tasks []taskPassedState `json:"tasks"`
 }
 
 type taskPassedState struct {
@@ -34,9 +28,8 @@ func newLabAttemptSummary(a *lab.Attempt) *labAttemptSummary {
 	if a == nil {
 		return nil
 	}
-	r := &labAttemptSummary{ID: a.ID, Status: string(a.Status), ContainerID: a.ContainerID, StartedAt: timestamp(a.StartedAt),
-		ExpiresAt: timestamp(a.ExpiresAt), FinishedAt: optTime(a.FinishedAt), Points: a.Points, MaxPoints: a.MaxPoints, Score: a.Score,
-		Passed: a.Passed, Tasks: make([]taskPassedState, len(a.Results))}
+	r := &labAttemptSummary{ID: a.ID, Status: string(a.Status), ContainerID: a.ContainerID,
+		attemptOutcome: newAttemptOutcome(&a.Attempt), Tasks: make([]taskPassedState, len(a.Results))}
 	for i, t := range a.Results {
 		r.Tasks[i] = taskPassedState{TaskID: t.TaskID, Position: t.Position, Passed: t.Passed}
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
+	"tuxlab/internal/sandbox/qemu"
 	"tuxlab/internal/store"
 	"tuxlab/internal/terminal"
 	"tuxlab/internal/web"
@@ -51,8 +53,10 @@ type App struct {
 	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
 
-	engine  *docker.Runtime  // the engine client, closed last (nil: no engine configured)
-	metrics *metrics.Metrics // the domains' collectors, on /metrics
+	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
+	// machines is the machine driver (nil: no QEMU here, or TUXLAB_MACHINES=off).
+	machines *qemu.Runtime
+	metrics  *metrics.Metrics // the domains' collectors, on /metrics
 }
 
 // Open connects to the database and applies pending migrations.
@@ -138,6 +142,7 @@ func (a *App) Start(ctx context.Context) error {
 			return fmt.Errorf("load the bundled curriculum: %w", err)
 		}
 	}
+	a.startMachines(ctx)
 	if a.engine == nil {
 		return nil
 	}
@@ -152,6 +157,26 @@ func (a *App) Start(ctx context.Context) error {
 		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
 	}
 	return nil
+}
+
+// startMachines says whether machines can be made here, and reconciles
+// them with the database when containers cannot be (Reconcile covers both).
+func (a *App) startMachines(ctx context.Context) {
+	if a.machines == nil {
+		return
+	}
+	if err := a.Sandboxes.MachinesAvailable(ctx); err != nil {
+		a.Log.Warn("machines unavailable: machine templates answer 503", "error", err.Error())
+		return
+	}
+	if ok, _ := a.machines.ImageExists(ctx, "current"); !ok {
+		a.Log.Warn("no machine image: machine templates answer 503 until an operator runs ./scripts/build-machine-image.sh", "dir", a.Config.MachineImageDir)
+	}
+	if a.engine == nil {
+		if err := a.Sandboxes.Reconcile(ctx); err != nil {
+			a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
+		}
+	}
 }
 
 // useLXCFS has the engine bind LXCFS's files into new sandboxes, so they
@@ -301,8 +326,13 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		}
 		rt, a.engine = a.metrics.Runtime(d), d
 	}
+	var machines sandbox.Runtime
+	if a.machines = a.openMachines(); a.machines != nil {
+		machines = a.metrics.Runtime(a.machines)
+	}
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
+		Machines: machines, MachineLimits: sandbox.MachineLimits{MaxMemoryMB: cfg.MachineMaxMemoryMB},
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
@@ -314,6 +344,27 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// openMachines returns the machine driver when machines are on
+// (TUXLAB_MACHINES=auto) and QEMU is installed; otherwise nil, said once in
+// the log: machine templates then answer 503 with what to install.
+func (a *App) openMachines() *qemu.Runtime {
+	cfg := a.Config
+	if cfg.Machines == "off" {
+		a.Log.Info("machines off (TUXLAB_MACHINES=off): machine templates answer 503")
+		return nil
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		a.Log.Info("no QEMU here: machine templates answer 503 until an operator installs qemu-system-x86 and qemu-utils and builds the machine image (./scripts/build-machine-image.sh)")
+		return nil
+	}
+	m, err := qemu.New(qemu.Options{ImageDir: cfg.MachineImageDir, StateDir: cfg.MachineStateDir, Accel: cfg.MachineAccel, Logger: a.Log})
+	if err != nil {
+		a.Log.Warn("machines unavailable: machine templates answer 503 (TUXLAB_MACHINE_STATE_DIR must be writable)", "error", err.Error())
+		return nil
+	}
+	return m
 }
 
 // closeEngine closes the engine client, if there is one.

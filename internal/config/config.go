@@ -81,6 +81,11 @@ type Config struct {
 	SandboxPoolMaxAge        time.Duration  // TUXLAB_SANDBOX_POOL_MAX_AGE: a warm sandbox older than this is replaced
 	SandboxToolsImage        string         // TUXLAB_SANDBOX_TOOLS_IMAGE: the trusted tools every sandbox mounts
 	SandboxLXCFS             string         // TUXLAB_SANDBOX_LXCFS: auto (bind LXCFS's files when it runs) or off
+	Machines                 string         // TUXLAB_MACHINES: auto (QEMU when installed) or off
+	MachineImageDir          string         // TUXLAB_MACHINE_DIR: the machine images (scripts/build-machine-image.sh)
+	MachineStateDir          string         // TUXLAB_MACHINE_STATE_DIR: one directory per machine
+	MachineAccel             string         // TUXLAB_MACHINE_ACCEL: kvm, tcg or empty (KVM when a canary boots under it)
+	MachineMaxMemoryMB       int            // TUXLAB_MACHINE_MAX_MEMORY_MB: the most a machine template may ask for
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
@@ -194,6 +199,17 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.SandboxLXCFS != "auto" && c.SandboxLXCFS != "off" {
 		env.fail(fmt.Errorf("TUXLAB_SANDBOX_LXCFS must be auto or off, not %q", c.SandboxLXCFS))
 	}
+	c.Machines = stringOr(getenv("TUXLAB_MACHINES"), "auto")
+	if c.Machines != "auto" && c.Machines != "off" {
+		env.fail(fmt.Errorf("TUXLAB_MACHINES must be auto or off, not %q", c.Machines))
+	}
+	c.MachineImageDir = stringOr(getenv("TUXLAB_MACHINE_DIR"), "/var/lib/tuxlab/machine")
+	c.MachineStateDir = stringOr(getenv("TUXLAB_MACHINE_STATE_DIR"), "/var/lib/tuxlab/machines")
+	c.MachineAccel = getenv("TUXLAB_MACHINE_ACCEL")
+	if c.MachineAccel != "" && c.MachineAccel != "kvm" && c.MachineAccel != "tcg" {
+		env.fail(fmt.Errorf("TUXLAB_MACHINE_ACCEL must be kvm, tcg or empty, not %q", c.MachineAccel))
+	}
+	c.MachineMaxMemoryMB = env.int("TUXLAB_MACHINE_MAX_MEMORY_MB", 2048, 256, 1<<20)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)

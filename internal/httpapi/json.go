@@ -287,6 +287,33 @@ func (q *query) optInt(name string, lo, hi int) *int {
 	return &n
 }
 
+// optInts returns a comma-separated list of at most max integers, each in
+// [lo, hi], or nil when absent; an empty value is an empty list.
+func (q *query) optInts(name string, max, lo, hi int) *[]int {
+	v, ok := q.str(name)
+	if !ok {
+		return nil
+	}
+	out := []int{}
+	if strings.TrimSpace(v) == "" {
+		return &out
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > max {
+		q.fields.Add([]any{"query", name}, fmt.Sprintf("At most %d values", max), "too_long")
+		return nil
+	}
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < lo || n > hi {
+			q.fields.Add([]any{"query", name}, fmt.Sprintf("Input should be a comma-separated list of integers between %d and %d", lo, hi), "value_error")
+			return nil
+		}
+		out = append(out, n)
+	}
+	return &out
+}
+
 // requireInt returns a required integer parameter in [lo, hi].
 func (q *query) requireInt(name string, lo, hi int) int {
 	if _, ok := q.str(name); !ok {

@@ -134,9 +134,11 @@ var schemas = map[string]any{
 	"Completion": obj([]string{"theme_id", "completed", "completed_at"}, map[string]any{
 		"theme_id": intSchema, "completed": map[string]any{"const": true}, "completed_at": tsSchema,
 	}),
-	"Template": obj([]string{"id", "name", "description", "image", "limits", "network", "runtime", "user", "shell", "cap_add", "no_new_privileges"}, map[string]any{
+	"Template": obj([]string{"id", "name", "description", "kind", "image", "limits", "network", "runtime", "user", "shell", "cap_add", "no_new_privileges", "extra_disks_mb"}, map[string]any{
 		"id": intSchema, "name": strSchema, "description": strSchema,
-		"image": map[string]any{"type": "string", "description": "Image reference; tuxlab's own images are built locally by scripts/build-images.sh."},
+		"kind":           kindSchema,
+		"image":          map[string]any{"type": "string", "description": "Image reference; tuxlab's own images are built locally by scripts/build-images.sh. A machine's names a machine image (current: the newest scripts/build-machine-image.sh made)."},
+		"extra_disks_mb": map[string]any{"type": "array", "items": intSchema, "description": "Machines only: the sizes in MiB of the blank disks besides the root disk (vdb, vdc, ...). Empty for containers."},
 		"limits": obj([]string{"memory_mb", "cpus", "cpu_millis", "pids_limit", "disk_mb"}, map[string]any{
 			"memory_mb": intSchema, "cpus": map[string]any{"type": "number"}, "cpu_millis": intSchema, "pids_limit": intSchema,
 			"disk_mb": map[string]any{"type": "integer", "description": "Writable space in MiB; 0: the host default (TUXLAB_SANDBOX_DISK_MB)."},
@@ -152,8 +154,8 @@ var schemas = map[string]any{
 	"CreateContainerRequest": obj([]string{"template_id"}, map[string]any{
 		"template_id": intSchema, "name": map[string]any{"type": "string", "maxLength": 64, "description": "Defaults to the template's name."},
 	}),
-	"Container": obj([]string{"id", "name", "template_id", "user_id", "status", "status_detail", "created_at", "started_at", "stopped_at", "expires_at", "last_activity_at", "idle_stop_at", "terminal_url"}, map[string]any{
-		"id": intSchema, "name": strSchema, "template_id": intSchema, "user_id": intSchema,
+	"Container": obj([]string{"id", "name", "template_id", "kind", "user_id", "status", "status_detail", "created_at", "started_at", "stopped_at", "expires_at", "last_activity_at", "idle_stop_at", "terminal_url"}, map[string]any{
+		"id": intSchema, "name": strSchema, "template_id": intSchema, "user_id": intSchema, "kind": kindSchema,
 		"status":           map[string]any{"type": "string", "enum": []string{"creating", "running", "stopped", "error"}},
 		"status_detail":    map[string]any{"type": "string", "description": "Why a sandbox stopped or broke, in words for the learner."},
 		"created_at":       tsSchema,
@@ -450,10 +452,16 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 // OpenAPI returns the document, for tests and tools.
 func (s *Server) OpenAPI() []byte { return s.openapi }
 
+// kindSchema is a sandbox's kind.
+var kindSchema = map[string]any{"type": "string", "enum": []string{"container", "machine"},
+	"description": "container: shares the host's kernel; machine: a virtual machine with its own kernel, systemd as PID 1, blank disks and a reboot (docs/machines.md)."}
+
 func templateParams(create bool) []param {
 	return []param{
 		{name: "name", schema: strSchema, required: create},
 		{name: "image", schema: strSchema, required: create},
+		{name: "kind", schema: map[string]any{"type": "string", "enum": []string{"container", "machine"}}, desc: "container (default) or machine. A machine's memory_mb, cpu_millis (whole CPUs), disk_mb (its root disk) and extra_disks_mb are bounded by the host (422 beyond); pids_limit, cap_add and no_new_privileges do not apply to it."},
+		{name: "extra_disks_mb", schema: strSchema, desc: "Machines only: comma-separated sizes in MiB of blank disks (at most 4 by default, 16 to 8192 MiB each), e.g. 1024,1024."},
 		{name: "description", schema: strSchema},
 		{name: "memory_mb", schema: intSchema, desc: "16 to 65536."},
 		{name: "cpu_millis", schema: intSchema, desc: "Thousandths of a CPU, 50 to 64000."},

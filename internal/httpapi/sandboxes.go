@@ -28,6 +28,7 @@ type templateResponse struct {
 	ID              int64          `json:"id"`
 	Name            string         `json:"name"`
 	Description     string         `json:"description"`
+	Kind            sandbox.Kind   `json:"kind"`
 	Image           string         `json:"image"`
 	Limits          limitsResponse `json:"limits"`
 	Network         bool           `json:"network"`
@@ -36,32 +37,38 @@ type templateResponse struct {
 	Shell           []string       `json:"shell"`
 	CapAdd          []string       `json:"cap_add"`
 	NoNewPrivileges bool           `json:"no_new_privileges"`
+	ExtraDisksMB    []int          `json:"extra_disks_mb"`
 }
 
 func newTemplateResponse(t *sandbox.Template) templateResponse {
-	return templateResponse{ID: t.ID, Name: t.Name, Description: t.Description, Image: t.Image,
+	disks := t.ExtraDisksMB
+	if disks == nil {
+		disks = []int{}
+	}
+	return templateResponse{ID: t.ID, Name: t.Name, Description: t.Description, Kind: t.Kind, Image: t.Image, ExtraDisksMB: disks,
 		Limits:  limitsResponse{MemoryMB: t.MemoryMB, CPUs: float64(t.CPUMillis) / 1000, CPUMillis: t.CPUMillis, PidsLimit: t.PidsLimit, DiskMB: t.DiskMB},
 		Network: t.Network, Runtime: t.Runtime, User: t.User, Shell: t.Shell, CapAdd: t.CapAdd, NoNewPrivileges: t.NoNewPrivileges}
 }
 
 type containerResponse struct {
-	ID             int64      `json:"id"`
-	Name           string     `json:"name"`
-	TemplateID     int64      `json:"template_id"`
-	UserID         int64      `json:"user_id"`
-	Status         string     `json:"status"`
-	StatusDetail   string     `json:"status_detail"`
-	CreatedAt      timestamp  `json:"created_at"`
-	StartedAt      *timestamp `json:"started_at"`
-	StoppedAt      *timestamp `json:"stopped_at"`
-	ExpiresAt      timestamp  `json:"expires_at"`
-	LastActivityAt timestamp  `json:"last_activity_at"`
-	IdleStopAt     *timestamp `json:"idle_stop_at"`
-	TerminalURL    string     `json:"terminal_url"`
+	ID             int64        `json:"id"`
+	Name           string       `json:"name"`
+	TemplateID     int64        `json:"template_id"`
+	Kind           sandbox.Kind `json:"kind"`
+	UserID         int64        `json:"user_id"`
+	Status         string       `json:"status"`
+	StatusDetail   string       `json:"status_detail"`
+	CreatedAt      timestamp    `json:"created_at"`
+	StartedAt      *timestamp   `json:"started_at"`
+	StoppedAt      *timestamp   `json:"stopped_at"`
+	ExpiresAt      timestamp    `json:"expires_at"`
+	LastActivityAt timestamp    `json:"last_activity_at"`
+	IdleStopAt     *timestamp   `json:"idle_stop_at"`
+	TerminalURL    string       `json:"terminal_url"`
 }
 
 func (s *Server) newContainerResponse(c *sandbox.Container) containerResponse {
-	return containerResponse{ID: c.ID, Name: c.Name, TemplateID: c.TemplateID, UserID: c.UserID, Status: string(c.Status),
+	return containerResponse{ID: c.ID, Name: c.Name, TemplateID: c.TemplateID, Kind: c.Kind, UserID: c.UserID, Status: string(c.Status),
 		StatusDetail: c.StatusDetail, CreatedAt: timestamp(c.CreatedAt), StartedAt: optTime(c.StartedAt), StoppedAt: optTime(c.StoppedAt),
 		ExpiresAt: timestamp(c.ExpiresAt), LastActivityAt: timestamp(c.LastActivityAt),
 		IdleStopAt: optTime(s.sandboxes.IdleStopAt(c)), TerminalURL: terminalURL(c.ID)}
@@ -102,6 +109,7 @@ func templateInput(q *query) sandbox.TemplateInput {
 		MemoryMB: q.optInt("memory_mb", 0, 1<<20), CPUMillis: q.optInt("cpu_millis", 0, 1<<20),
 		PidsLimit: q.optInt("pids_limit", 0, 1<<20), DiskMB: q.optInt("disk_mb", 0, 1<<30),
 		Network: q.optBool("network"), NoNewPrivileges: q.optBool("no_new_privileges"),
+		Kind: q.optStr("kind"), ExtraDisksMB: q.optInts("extra_disks_mb", 16, 0, 1<<20),
 	}
 	if v := q.optStr("shell"); v != nil {
 		shell := strings.Fields(*v)

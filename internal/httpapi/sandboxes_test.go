@@ -48,6 +48,8 @@ type templateBody struct {
 	} `json:"limits"`
 	CapAdd          []string `json:"cap_add"`
 	NoNewPrivileges bool     `json:"no_new_privileges"`
+	Kind            string   `json:"kind"`
+	ExtraDisksMB    []int    `json:"extra_disks_mb"`
 }
 
 // busyboxTemplate returns the id of the seeded BusyBox template.
@@ -479,11 +481,22 @@ func TestAdminTemplates(t *testing.T) {
 		}
 		var list []templateBody
 		e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &list)
-		if len(list) != 3 {
+		if len(list) != 4 {
 			t.Fatalf("templates %+v", list)
 		}
 		for _, tt := range []struct{ path, loc string }{
 			{"?name=x", "query.image"},
+			{"?name=x&image=x&kind=vm", "query.kind"},
+			{"?name=x&image=x&extra_disks_mb=1024", "query.extra_disks_mb"},           // a container has no blank disks
+			{"?name=x&image=x&extra_disks_mb=a,b", "query.extra_disks_mb"},            // not integers
+			{"?name=x&image=current&kind=machine&memory_mb=65536", "query.memory_mb"}, // past the host's bound
+			{"?name=x&image=current&kind=machine&cpu_millis=1500", "query.cpu_millis"},
+			{"?name=x&image=current&kind=machine&cpu_millis=64000", "query.cpu_millis"},
+			{"?name=x&image=current&kind=machine&extra_disks_mb=16,16,16,16,16", "query.extra_disks_mb"},
+			{"?name=x&image=current&kind=machine&extra_disks_mb=1048576", "query.extra_disks_mb"},
+			{"?name=x&image=current&kind=machine&disk_mb=100", "query.disk_mb"},
+			{"?name=x&image=current&kind=machine&runtime=runsc", "query.runtime"},
+			{"?name=x&image=tuxlab/sandbox-debian:latest&kind=machine", "query.image"},
 			{"?name=x&image=Not%20An%20Image", "query.image"},
 			{"?name=x&image=x&memory_mb=1", "query.memory_mb"},
 			{"?name=x&image=x&runtime=kata", "query.runtime"},
@@ -496,6 +509,22 @@ func TestAdminTemplates(t *testing.T) {
 				t.Fatalf("%s: locs %s", tt.path, got)
 			}
 		}
+		// A machine template within the host's bounds; turning the container
+		// template into a machine checks its limits as a machine's.
+		var m templateBody
+		do("POST", "/api/admin/sandbox-templates?name=Two+disks&image=current&kind=machine&memory_mb=768&cpu_millis=1000&extra_disks_mb=512,2048").Expect(t, 201).JSON(t, &m)
+		if m.Kind != "machine" || fmt.Sprint(m.ExtraDisksMB) != "[512 2048]" || m.Limits.MemoryMB != 768 {
+			t.Fatalf("machine template %+v", m)
+		}
+		do("PUT", fmt.Sprintf("/api/admin/sandbox-templates/%d?extra_disks_mb=", m.ID)).Expect(t, 200).JSON(t, &m)
+		if len(m.ExtraDisksMB) != 0 {
+			t.Fatalf("disks not cleared: %+v", m)
+		}
+		r := do("PUT", fmt.Sprintf("/api/admin/sandbox-templates/%d?kind=machine", tpl.ID)).Expect(t, 422)
+		if got := strings.Join(locs(t, r), ","); got != "query.image" {
+			t.Fatalf("container made a machine: locs %s", got)
+		}
+		do("DELETE", fmt.Sprintf("/api/admin/sandbox-templates/%d", m.ID)).Expect(t, 200)
 		do("PUT", "/api/admin/sandbox-templates/99999?memory_mb=256").Expect(t, 404)
 		e.Do(apitest.Request{Method: "POST", Path: "/api/admin/sandbox-templates?name=y&image=y", Token: u.Token}).Expect(t, 403)
 		do("DELETE", fmt.Sprintf("/api/admin/sandbox-templates/%d", tpl.ID)).Expect(t, 200)

@@ -180,7 +180,7 @@ func (s *Service) removeOverDisk(ctx context.Context, rt Runtime, id int64, engi
 		return err
 	}
 	if userID != 0 {
-		s.dropUserNetwork(ctx, userID)
+		s.dropUserNetwork(ctx, userID, KindContainer)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (s *Service) execIn(ctx context.Context, c *Container, b Budget, scripts []
 	if err != nil {
 		return nil, err
 	}
-	rt, err := s.rt()
+	rt, err := s.rtFor(c.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,9 @@ func newPool() *pool {
 func templateVersion(t *Template) string { return strconv.FormatInt(t.UpdatedAt.UnixNano(), 36) }
 
 // poolable reports whether sandboxes of t can be made before anyone asks.
-func (s *Service) poolable(t *Template) bool { return s.opt.PoolSize > 0 && !t.Network }
+func (s *Service) poolable(t *Template) bool {
+	return s.opt.PoolSize > 0 && !t.Network && t.Kind != KindMachine
+}
 
 // take hands out a ready container of template t, if the pool has one, and
 // wakes the filler to replace it.

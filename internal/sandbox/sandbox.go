@@ -23,11 +23,23 @@ const (
 	StatusError    Status = "error"
 )
 
+// Kind is what a sandbox is: a container sharing the host's kernel, or a
+// machine, a virtual machine with its own kernel, systemd as PID 1, disks
+// and a reboot (docs/machines.md).
+type Kind string
+
+// The kinds of sandbox.
+const (
+	KindContainer Kind = "container"
+	KindMachine   Kind = "machine"
+)
+
 // Template describes how to make a sandbox: image, limits and hardening.
 type Template struct {
 	ID          int64
 	Name        string
 	Description string
+	Kind        Kind // container or machine; a machine's Image names a machine image ("current")
 	Image       string
 	// Limits.
 	MemoryMB  int
@@ -41,8 +53,11 @@ type Template struct {
 	Shell           []string // the terminal's command, e.g. ["/bin/bash", "-l"]
 	CapAdd          []string // capabilities kept after dropping all
 	NoNewPrivileges bool     // false only for templates whose user needs sudo (setuid)
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// ExtraDisksMB are the sizes of the blank disks a machine gets besides
+	// its root disk (vdb, vdc, ...); containers have none.
+	ExtraDisksMB []int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Container is a learner's sandbox.
@@ -50,6 +65,7 @@ type Container struct {
 	ID             int64
 	UserID         int64
 	TemplateID     int64
+	Kind           Kind // the template's kind when it was made: which runtime holds it
 	Name           string
 	EngineID       string // empty until the engine made it
 	Status         Status
@@ -280,6 +296,11 @@ var (
 	ErrToolsMissing       = errs.E(errs.Unavailable, "The trusted tools image is not on this host: an operator must run ./scripts/build-images.sh tools")
 	ErrNoDiskQuota        = errs.E(errs.Conflict, "This host's storage driver cannot limit a sandbox's disk space (overlay2 needs XFS mounted with pquota): set disk_mb to 0, or move the engine's storage")
 )
+
+// ErrNoMachines answers a machine template on a host without the machine
+// driver: it says what an operator installs. Containers keep working.
+var ErrNoMachines = &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
+	Detail: "Machines are not available on this host: an operator installs QEMU (apt-get install qemu-system-x86 qemu-utils) and builds the machine image (./scripts/build-machine-image.sh), then restarts tuxlab; container sandboxes keep working"}
 
 // ErrUnsupported is what a driver answers for what its kind of sandbox
 // cannot do yet (a machine's tools volume, changes or shared networks).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ type Options struct {
 	PoolSize          int           // warm sandboxes kept ready per template without network (0: none)
 	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
 	ToolsImage        string        // the image of trusted tools mounted in every sandbox (default DefaultToolsImage)
+	Machines          Runtime       // the machine driver (internal/sandbox/qemu); nil: machine templates answer ErrNoMachines
+	MachineLimits     MachineLimits // what machine templates may ask for
 	Now               func() time.Time
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
@@ -76,6 +79,7 @@ func (o *Options) defaults() {
 	if o.ToolsImage == "" {
 		o.ToolsImage = DefaultToolsImage
 	}
+	o.MachineLimits.defaults()
 	if o.Network == "" {
 		o.Network = "tuxlab-sandbox"
 	}
@@ -94,30 +98,36 @@ type Service struct {
 	isolation atomic.Pointer[Isolation]
 
 	toolsMu     sync.Mutex
-	toolsVolume string // the volume of trusted tools, once resolved (tools)
+	toolsVolume map[Kind]string // the trusted tools of each kind, once resolved (tools)
 }
 
 // DefaultToolsImage is the image of trusted tools (scripts/build-images.sh tools).
 const DefaultToolsImage = "tuxlab/sandbox-tools:latest"
 
-// tools returns the volume of trusted tools every sandbox mounts, resolved
-// (and filled) at first use and cached. A failure is not cached: once an
-// operator builds the image, the next creation works without a restart.
-func (s *Service) tools(ctx context.Context, rt Runtime) (string, error) {
+// tools returns the volume of trusted tools every sandbox of kind k mounts
+// (rt's), resolved (and filled) at first use and cached. A failure is not
+// cached: once an operator builds the image, the next creation works without
+// a restart.
+func (s *Service) tools(ctx context.Context, k Kind, rt Runtime) (string, error) {
 	s.toolsMu.Lock()
 	defer s.toolsMu.Unlock()
-	if s.toolsVolume != "" {
-		return s.toolsVolume, nil
+	if v := s.toolsVolume[k]; v != "" {
+		return v, nil
 	}
 	v, err := rt.ToolsVolume(ctx, s.opt.ToolsImage)
-	if errors.Is(err, ErrToolsMissing) {
+	switch {
+	case errors.Is(err, ErrToolsMissing) && k == KindMachine:
+		return "", &errs.Error{Kind: errs.Unavailable, Err: err, Detail: "The trusted tools of machines are not built on this host: an operator must run ./scripts/build-machine-image.sh"}
+	case errors.Is(err, ErrToolsMissing):
 		return "", &errs.Error{Kind: errs.Unavailable, Err: err, Detail: fmt.Sprintf(
 			"The trusted tools image %s is not on this host: an operator must run ./scripts/build-images.sh tools", s.opt.ToolsImage)}
-	}
-	if err != nil {
+	case err != nil:
 		return "", err
 	}
-	s.toolsVolume = v
+	if s.toolsVolume == nil {
+		s.toolsVolume = map[Kind]string{}
+	}
+	s.toolsVolume[k] = v
 	return v, nil
 }
 
@@ -147,6 +157,42 @@ func (s *Service) rt() (Runtime, error) {
 		return nil, ErrRuntimeUnavailable
 	}
 	return s.runtime, nil
+}
+
+// rtFor is the runtime that holds sandboxes of kind k: the container engine,
+// or the machine driver.
+func (s *Service) rtFor(k Kind) (Runtime, error) {
+	if k != KindMachine {
+		return s.rt()
+	}
+	if s.opt.Machines == nil {
+		return nil, ErrNoMachines
+	}
+	return s.opt.Machines, nil
+}
+
+// runtimes are the runtimes this service has, containers first.
+func (s *Service) runtimes() []Runtime {
+	var out []Runtime
+	for _, rt := range []Runtime{s.runtime, s.opt.Machines} {
+		if rt != nil {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// MachinesAvailable reports whether machines can be made here: the machine
+// driver answers and its default image is built. The answer says why not.
+func (s *Service) MachinesAvailable(ctx context.Context) error {
+	rt, err := s.rtFor(KindMachine)
+	if err != nil {
+		return err
+	}
+	if err := rt.Ping(ctx); err != nil {
+		return &errs.Error{Kind: errs.Unavailable, Err: err, RetryAfter: time.Minute, Detail: ErrNoMachines.Detail + " (" + err.Error() + ")"}
+	}
+	return nil
 }
 
 // Available reports whether the engine answers.
@@ -207,16 +253,21 @@ func FitName(name string) string {
 // container, or an error and nothing left behind.
 func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*Container, error) {
 	began := time.Now()
-	rt, err := s.rt()
-	if err != nil {
-		return nil, err
-	}
 	t, err := s.store.FindTemplateByID(ctx, n.TemplateID)
 	if errors.Is(err, ErrTemplateNotFound) {
 		return nil, errs.Field([]any{"template_id"}, "No sandbox template with this id", "value_error")
 	}
 	if err != nil {
 		return nil, err
+	}
+	rt, err := s.rtFor(t.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind == KindMachine {
+		if err := s.MachinesAvailable(ctx); err != nil {
+			return nil, err
+		}
 	}
 	n.Name = strings.TrimSpace(n.Name)
 	if n.Name == "" {
@@ -241,13 +292,13 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	if ok, err := rt.ImageExists(ctx, t.Image); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, &errs.Error{Kind: errs.Unavailable, Detail: fmt.Sprintf("Sandbox image %s is not on this host: an operator must run scripts/build-images.sh", t.Image)}
+		return nil, imageMissing(t)
 	}
-	if _, err := s.tools(ctx, rt); err != nil {
+	if _, err := s.tools(ctx, t.Kind, rt); err != nil {
 		return nil, err
 	}
 	now := s.now()
-	c := &Container{UserID: a.UserID, TemplateID: t.ID, Name: n.Name, Status: StatusCreating,
+	c := &Container{UserID: a.UserID, TemplateID: t.ID, Kind: t.Kind, Name: n.Name, Status: StatusCreating,
 		CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(s.opt.MaxLifetime)}
 	err = s.store.CreateContainer(ctx, c, func(existing []*Container, running int) error {
 		if err := s.checkUserQuota(existing); err != nil {
@@ -265,6 +316,16 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	}
 	s.opt.Observer.SandboxCreated(time.Since(began))
 	return s.store.FindContainerByID(ctx, c.ID)
+}
+
+// imageMissing is the 503 for a template whose image is not on the host,
+// saying what an operator runs.
+func imageMissing(t *Template) error {
+	if t.Kind == KindMachine {
+		return &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute, Detail: fmt.Sprintf(
+			"The machine image %s is not built on this host: an operator must run ./scripts/build-machine-image.sh", t.Image)}
+	}
+	return &errs.Error{Kind: errs.Unavailable, Detail: fmt.Sprintf("Sandbox image %s is not on this host: an operator must run scripts/build-images.sh", t.Image)}
 }
 
 // checkUserQuota refuses a new sandbox past the user's quotas.
@@ -318,7 +379,7 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 		return "", err
 	}
 	if t.Network {
-		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID), map[string]string{
+		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID, c.Kind), map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
 		}); err != nil {
 			return "", err
@@ -342,11 +403,24 @@ func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Con
 // keeps the limit either way.
 func (s *Service) engineSpec(ctx context.Context, rt Runtime, t *Template, c *Container) (Spec, error) {
 	spec := s.spec(t, c)
-	tools, err := s.tools(ctx, rt)
+	tools, err := s.tools(ctx, c.Kind, rt)
 	if err != nil {
 		return Spec{}, err
 	}
 	spec.ToolsVolume = tools
+	if c.Kind == KindMachine {
+		// A machine's root disk is its bound (an overlay of that size), and
+		// its blank disks are the template's.
+		spec.DiskMB = t.DiskMB
+		if spec.DiskMB == 0 {
+			spec.DiskMB = s.opt.MachineLimits.DefaultRoot
+		}
+		spec.Labels[LabelDiskMB] = strconv.Itoa(spec.DiskMB)
+		spec.Labels[LabelDiskQuota] = "engine" // the disk watch leaves it alone
+		spec.ExtraDisksMB = slices.Clone(t.ExtraDisksMB)
+		spec.User = t.User
+		return spec, nil
+	}
 	switch {
 	case spec.DiskMB <= 0:
 	case s.engineQuota(ctx, rt, t.Image):
@@ -373,7 +447,7 @@ func (s *Service) discard(ctx context.Context, rt Runtime, id int64, engineID st
 func (s *Service) spec(t *Template, c *Container) Spec {
 	network := "none"
 	if t.Network {
-		network = s.userNetwork(c.UserID)
+		network = s.userNetwork(c.UserID, c.Kind)
 	}
 	return Spec{
 		Name:     fmt.Sprintf("tuxlab-%s-%d", s.instance[:8], c.ID),
@@ -441,7 +515,11 @@ func (s *Service) List(ctx context.Context, a actor.Actor) ([]*Container, error)
 		return nil, err
 	}
 	for i, c := range cs {
-		if cs[i], err = s.refresh(ctx, rt, c); err != nil {
+		krt, err := s.rtFor(c.Kind)
+		if err != nil {
+			continue // a machine on a host that lost its driver: as stored
+		}
+		if cs[i], err = s.refresh(ctx, krt, c); err != nil {
 			return nil, err
 		}
 	}
@@ -459,7 +537,7 @@ func (s *Service) Get(ctx context.Context, a actor.Actor, id int64) (*Container,
 	if err != nil {
 		return nil, err
 	}
-	rt, err := s.rt()
+	rt, err := s.rtFor(c.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +668,7 @@ func (s *Service) Start(ctx context.Context, a actor.Actor, id int64) (*Containe
 	if err != nil {
 		return nil, err
 	}
-	rt, _ := s.rt()
+	rt, _ := s.rtFor(c.Kind) // Get found it
 	began := time.Now()
 	if err := rt.Start(ctx, c.EngineID); err != nil {
 		return nil, s.startFailed(context.WithoutCancel(ctx), c, prevStopped, err)
@@ -646,7 +724,7 @@ func (s *Service) Stop(ctx context.Context, a actor.Actor, id int64) (*Container
 }
 
 func (s *Service) stop(ctx context.Context, c *Container, detail string) (*Container, error) {
-	rt, err := s.rt()
+	rt, err := s.rtFor(c.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +759,7 @@ func (s *Service) Delete(ctx context.Context, a actor.Actor, id int64) error {
 
 func (s *Service) remove(ctx context.Context, c *Container) error {
 	if c.EngineID != "" {
-		rt, err := s.rt()
+		rt, err := s.rtFor(c.Kind)
 		if err != nil {
 			return err
 		}
@@ -692,20 +770,25 @@ func (s *Service) remove(ctx context.Context, c *Container) error {
 	if err := s.store.DeleteContainer(ctx, c.ID); err != nil {
 		return err
 	}
-	s.dropUserNetwork(ctx, c.UserID)
+	s.dropUserNetwork(ctx, c.UserID, c.Kind)
 	return nil
 }
 
-// userNetwork is the internal network a learner's sandboxes share (templates
-// with network): a learner's own sandboxes reach each other, nobody else's.
-func (s *Service) userNetwork(userID int64) string {
+// userNetwork is the internal network a learner's sandboxes of kind k share
+// (templates with network): a learner's own sandboxes reach each other,
+// nobody else's. Machines have a segment of their own (on the machine
+// driver), which containers do not reach.
+func (s *Service) userNetwork(userID int64, k Kind) string {
+	if k == KindMachine {
+		return fmt.Sprintf("%s-%s-m%d", s.opt.Network, s.instance[:8], userID)
+	}
 	return fmt.Sprintf("%s-%s-u%d", s.opt.Network, s.instance[:8], userID)
 }
 
 // dropUserNetwork removes a learner's network once none of their sandboxes
 // may use it (a stopped sandbox would not start without it).
-func (s *Service) dropUserNetwork(ctx context.Context, userID int64) {
-	rt, err := s.rt()
+func (s *Service) dropUserNetwork(ctx context.Context, userID int64, k Kind) {
+	rt, err := s.rtFor(k)
 	if err != nil {
 		return
 	}
@@ -714,11 +797,14 @@ func (s *Service) dropUserNetwork(ctx context.Context, userID int64) {
 		return
 	}
 	for _, c := range left {
+		if c.Kind != k {
+			continue
+		}
 		if t, err := s.store.FindTemplateByID(ctx, c.TemplateID); err != nil || t.Network {
 			return
 		}
 	}
-	if err := rt.RemoveNetwork(ctx, s.userNetwork(userID)); err != nil {
+	if err := rt.RemoveNetwork(ctx, s.userNetwork(userID, k)); err != nil {
 		s.opt.Log.Warn("could not remove a learner's sandbox network", "user_id", userID, "error", err.Error())
 	}
 }
@@ -754,8 +840,8 @@ func (s *Service) Deadline(c *Container) (time.Time, string) {
 // Sweep applies the lifecycle at the service's clock: sandboxes past their
 // maximum lifetime are removed, running ones idle past the timeout are stopped.
 func (s *Service) Sweep(ctx context.Context) error {
-	if _, err := s.rt(); err != nil {
-		return err
+	if len(s.runtimes()) == 0 {
+		return ErrRuntimeUnavailable
 	}
 	cs, _, err := s.store.FindContainers(ctx, ContainerFilter{})
 	if err != nil {
@@ -764,6 +850,9 @@ func (s *Service) Sweep(ctx context.Context) error {
 	now := s.now()
 	var errList []error
 	for _, c := range cs {
+		if _, err := s.rtFor(c.Kind); err != nil {
+			continue // its runtime is not here: left as it is
+		}
 		switch {
 		case !now.Before(c.ExpiresAt):
 			s.opt.Log.Info("removing sandbox at the end of its lifetime", "container_id", c.ID, "user_id", c.UserID)
@@ -787,15 +876,33 @@ func (s *Service) engineContainers(ctx context.Context, rt Runtime) ([]Instance,
 // install without a row are removed, rows whose container vanished are marked,
 // and statuses follow the engine.
 func (s *Service) Reconcile(ctx context.Context) error {
-	rt, err := s.rt()
+	if len(s.runtimes()) == 0 {
+		return ErrRuntimeUnavailable
+	}
+	all, _, err := s.store.FindContainers(ctx, ContainerFilter{})
 	if err != nil {
 		return err
 	}
+	var errList []error
+	for _, k := range []Kind{KindContainer, KindMachine} {
+		rt, err := s.rtFor(k)
+		if err != nil {
+			continue
+		}
+		var rows []*Container
+		for _, c := range all {
+			if c.Kind == k || (k == KindContainer && c.Kind == "") {
+				rows = append(rows, c)
+			}
+		}
+		errList = append(errList, s.reconcileOn(ctx, rt, rows))
+	}
+	return errors.Join(errList...)
+}
+
+// reconcileOn is Reconcile on one runtime, with the rows of its kind.
+func (s *Service) reconcileOn(ctx context.Context, rt Runtime, rows []*Container) error {
 	instances, err := s.engineContainers(ctx, rt)
-	if err != nil {
-		return err
-	}
-	rows, _, err := s.store.FindContainers(ctx, ContainerFilter{})
 	if err != nil {
 		return err
 	}
@@ -881,6 +988,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 // the engine client.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	var wg sync.WaitGroup
+	anyRuntime := len(s.runtimes()) > 0
 	pooling := s.runtime != nil && s.opt.PoolSize > 0
 	defer func() {
 		wg.Wait()
@@ -901,14 +1009,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		if s.runtime != nil {
+		if anyRuntime {
 			if err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox reconciliation", "error", err.Error())
 			}
 			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox lifecycle sweep", "error", err.Error())
 			}
-			s.checkIsolationOnce(ctx)
+			if s.runtime != nil {
+				s.checkIsolationOnce(ctx)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ func DefaultTemplates() []*Template {
 	return []*Template{
 		{
 			Name:        "Debian",
+			Kind:        KindContainer,
 			Description: "Debian 12 (bookworm) with bash, coreutils, procps, iproute2, systemd tools, cron, acl, man pages and editors. You are the user learner, with passwordless sudo.",
 			Image:       "tuxlab/sandbox-debian:latest",
 			MemoryMB:    512, CPUMillis: 1000, PidsLimit: 256,
@@ -38,6 +41,7 @@ func DefaultTemplates() []*Template {
 		},
 		{
 			Name:        "BusyBox",
+			Kind:        KindContainer,
 			Description: "A tiny BusyBox shell that starts in a blink. No sudo, no network: good for a first look at the command line.",
 			Image:       "tuxlab/sandbox-busybox:latest",
 			MemoryMB:    64, CPUMillis: 500, PidsLimit: 64,
@@ -45,8 +49,23 @@ func DefaultTemplates() []*Template {
 			CapAdd:          []string{},
 			NoNewPrivileges: true,
 		},
+		{
+			Name: MachineTemplateName,
+			Kind: KindMachine,
+			Description: "A whole Debian 12 machine: its own kernel, systemd as PID 1, two blank 1 GiB disks (vdb, vdc) " +
+				"and a reboot, for storage, boot, firewall and kernel work. You are the user learner, with passwordless sudo. " +
+				"It takes longer to start than a container.",
+			Image:    "current",
+			MemoryMB: 512, CPUMillis: 1000, PidsLimit: 4096, DiskMB: 4096,
+			ExtraDisksMB: []int{1024, 1024},
+			User:         "learner", Shell: []string{"/bin/bash", "-l"},
+			CapAdd: []string{},
+		},
 	}
 }
+
+// MachineTemplateName is the bundled machine template's name.
+const MachineTemplateName = "Debian machine"
 
 // EnsureDefaultTemplates inserts each default template whose name is absent.
 func (s *Service) EnsureDefaultTemplates(ctx context.Context) error {
@@ -73,6 +92,8 @@ type TemplateInput struct {
 	Network, NoNewPrivileges                *bool
 	Shell                                   *[]string
 	CapAdd                                  *[]string
+	Kind                                    *string
+	ExtraDisksMB                            *[]int
 }
 
 var (
@@ -139,6 +160,17 @@ func (in TemplateInput) apply(t *Template) error {
 		}
 		t.Shell = *in.Shell
 	}
+	if in.Kind != nil {
+		switch k := Kind(*in.Kind); k {
+		case KindContainer, KindMachine:
+			t.Kind = k
+		default:
+			f.Add(loc("kind"), "Kind must be container or machine", "enum")
+		}
+	}
+	if in.ExtraDisksMB != nil {
+		t.ExtraDisksMB = *in.ExtraDisksMB
+	}
 	if in.CapAdd != nil {
 		for _, c := range *in.CapAdd {
 			if !slices.Contains(AllowedCapabilities, c) {
@@ -163,9 +195,12 @@ func (s *Service) CreateTemplate(ctx context.Context, in TemplateInput) (*Templa
 		return nil, err
 	}
 	now := s.now()
-	t := &Template{MemoryMB: 512, CPUMillis: 1000, PidsLimit: 256, User: "learner", Shell: []string{"/bin/sh", "-l"},
+	t := &Template{Kind: KindContainer, MemoryMB: 512, CPUMillis: 1000, PidsLimit: 256, User: "learner", Shell: []string{"/bin/sh", "-l"},
 		CapAdd: []string{}, NoNewPrivileges: true, CreatedAt: now, UpdatedAt: now}
 	if err := in.apply(t); err != nil {
+		return nil, err
+	}
+	if err := s.checkKind(t); err != nil {
 		return nil, err
 	}
 	if err := s.store.CreateTemplate(ctx, t); err != nil {
@@ -185,6 +220,9 @@ func (s *Service) UpdateTemplate(ctx context.Context, id int64, in TemplateInput
 	if err := in.apply(t); err != nil {
 		return nil, err
 	}
+	if err := s.checkKind(t); err != nil {
+		return nil, err
+	}
 	t.UpdatedAt = s.now()
 	if err := s.store.UpdateTemplate(ctx, t); err != nil {
 		return nil, err
@@ -201,3 +239,78 @@ func (s *Service) DeleteTemplate(ctx context.Context, id int64) error {
 	s.pool.poke()
 	return nil
 }
+
+// MachineLimits bound what a machine template may ask for: every machine
+// takes its memory from the host whole, and its disks from the host's disk
+// as it writes them.
+type MachineLimits struct {
+	MaxMemoryMB  int // a machine's memory (default 2048)
+	MaxCPUs      int // its virtual CPUs (default: the host's cores)
+	MaxDisks     int // its blank disks (default 4)
+	MaxDiskMB    int // each blank disk (default 8192)
+	MaxRootMB    int // its root disk (default 16384)
+	MinMemoryMB  int // below this a Debian machine does not boot (256)
+	MinRootMB    int // the machine image's own size and some room (2048)
+	DefaultRoot  int // a root disk_mb of 0 means this (4096)
+}
+
+func (l *MachineLimits) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxMemoryMB, 2048)
+	def(&l.MaxCPUs, runtime.NumCPU())
+	def(&l.MaxDisks, 4)
+	def(&l.MaxDiskMB, 8192)
+	def(&l.MaxRootMB, 16384)
+	def(&l.MinMemoryMB, 256)
+	def(&l.MinRootMB, 2048)
+	def(&l.DefaultRoot, 4096)
+}
+
+// checkKind checks what depends on t's kind once every field is applied: a
+// machine's memory, CPUs and disks within the host's MachineLimits, and
+// nothing a machine cannot honour (gVisor); a container has no blank disks.
+func (s *Service) checkKind(t *Template) error {
+	var f errs.Fields
+	loc := func(name string) []any { return []any{name} }
+	if t.Kind == "" {
+		t.Kind = KindContainer
+	}
+	if t.Kind != KindMachine {
+		if len(t.ExtraDisksMB) > 0 {
+			f.Add(loc("extra_disks_mb"), "Only machines have blank disks: set kind=machine, or no extra_disks_mb", "value_error")
+		}
+		return f.Err()
+	}
+	l := s.opt.MachineLimits
+	if t.MemoryMB < l.MinMemoryMB || t.MemoryMB > l.MaxMemoryMB {
+		f.Add(loc("memory_mb"), fmt.Sprintf("A machine's memory_mb must be between %d and %d on this host", l.MinMemoryMB, l.MaxMemoryMB), "range")
+	}
+	if t.CPUMillis%1000 != 0 || t.CPUMillis < 1000 || t.CPUMillis > l.MaxCPUs*1000 {
+		f.Add(loc("cpu_millis"), fmt.Sprintf("A machine has whole virtual CPUs: cpu_millis must be 1000 to %d in steps of 1000 on this host", l.MaxCPUs*1000), "range")
+	}
+	if t.DiskMB != 0 && (t.DiskMB < l.MinRootMB || t.DiskMB > l.MaxRootMB) {
+		f.Add(loc("disk_mb"), fmt.Sprintf("A machine's root disk_mb must be 0 (%d) or between %d and %d", l.DefaultRoot, l.MinRootMB, l.MaxRootMB), "range")
+	}
+	if len(t.ExtraDisksMB) > l.MaxDisks {
+		f.Add(loc("extra_disks_mb"), fmt.Sprintf("A machine has at most %d blank disks", l.MaxDisks), "too_long")
+	}
+	for _, mb := range t.ExtraDisksMB {
+		if mb < 16 || mb > l.MaxDiskMB {
+			f.Add(loc("extra_disks_mb"), fmt.Sprintf("Each blank disk must be between 16 and %d MiB", l.MaxDiskMB), "range")
+			break
+		}
+	}
+	if t.Runtime != "" && t.Runtime != "runc" {
+		f.Add(loc("runtime"), "A machine has no container runtime: leave runtime empty", "value_error")
+	}
+	if len(t.Image) > 64 || !machineImagePattern.MatchString(t.Image) {
+		f.Add(loc("image"), "A machine's image names a machine image built by scripts/build-machine-image.sh, such as current", "value_error")
+	}
+	return f.Err()
+}
+
+var machineImagePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

@@ -26,7 +26,7 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := s.rt()
+	rt, err := s.rtFor(c.Kind)
 	if err != nil {
 		return nil, nil, err
 	}

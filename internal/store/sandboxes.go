@@ -20,16 +20,16 @@ func (s *DB) Sandboxes() *SandboxStore { return &SandboxStore{s} }
 
 var _ sandbox.Store = (*SandboxStore)(nil)
 
-const templateColumns = `id, name, description, image, memory_mb, cpu_millis, pids_limit, disk_mb, network, runtime,
-	run_as, shell, cap_add, no_new_privileges, created_at, updated_at`
+const templateColumns = `id, name, description, kind, image, memory_mb, cpu_millis, pids_limit, disk_mb, network, runtime,
+	run_as, shell, cap_add, no_new_privileges, extra_disks_mb, created_at, updated_at`
 
 func scanTemplate(row scanner) (*sandbox.Template, error) {
 	var (
 		t            sandbox.Template
-		shell, capAd string
+		shell, capAd, disks string
 	)
-	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Image, &t.MemoryMB, &t.CPUMillis, &t.PidsLimit, &t.DiskMB,
-		&t.Network, &t.Runtime, &t.User, &shell, &capAd, &t.NoNewPrivileges, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Kind, &t.Image, &t.MemoryMB, &t.CPUMillis, &t.PidsLimit, &t.DiskMB,
+		&t.Network, &t.Runtime, &t.User, &shell, &capAd, &t.NoNewPrivileges, &disks, &t.CreatedAt, &t.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sandbox.ErrTemplateNotFound
 	}
@@ -42,13 +42,24 @@ func scanTemplate(row scanner) (*sandbox.Template, error) {
 	if err := json.Unmarshal([]byte(capAd), &t.CapAdd); err != nil {
 		return nil, fmt.Errorf("template %d cap_add: %w", t.ID, err)
 	}
+	if err := json.Unmarshal([]byte(disks), &t.ExtraDisksMB); err != nil {
+		return nil, fmt.Errorf("template %d extra_disks_mb: %w", t.ID, err)
+	}
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return &t, nil
 }
 
 func jsonText(v any) string {
-	b, _ := json.Marshal(v) // []string always encodes
+	b, _ := json.Marshal(v) // []string and []int always encode
 	return string(b)
+}
+
+// diskList is a template's extra disks as stored: a JSON array, [] for none.
+func diskList(mb []int) string {
+	if mb == nil {
+		mb = []int{}
+	}
+	return jsonText(mb)
 }
 
 // FindTemplates lists templates by id.
@@ -89,10 +100,10 @@ func templateConflict(err error) error {
 // CreateTemplate inserts t and sets its ID.
 func (s *SandboxStore) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
 	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO sandbox_templates (name, description, image, memory_mb, cpu_millis, pids_limit,
-		disk_mb, network, runtime, run_as, shell, cap_add, no_new_privileges, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		disk_mb, network, runtime, run_as, shell, cap_add, no_new_privileges, created_at, updated_at, kind, extra_disks_mb)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
 		t.Name, t.Description, t.Image, t.MemoryMB, t.CPUMillis, t.PidsLimit, t.DiskMB, t.Network, t.Runtime, t.User,
-		jsonText(t.Shell), jsonText(t.CapAdd), t.NoNewPrivileges, t.CreatedAt.UTC(), t.UpdatedAt.UTC()).Scan(&t.ID)
+		jsonText(t.Shell), jsonText(t.CapAdd), t.NoNewPrivileges, t.CreatedAt.UTC(), t.UpdatedAt.UTC(), kindOf(t.Kind), diskList(t.ExtraDisksMB)).Scan(&t.ID)
 	return templateConflict(err)
 }
 
@@ -100,9 +111,9 @@ func (s *SandboxStore) CreateTemplate(ctx context.Context, t *sandbox.Template) 
 func (s *SandboxStore) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
 	res, err := s.q(ctx).ExecContext(ctx, `UPDATE sandbox_templates SET name = $1, description = $2, image = $3, memory_mb = $4,
 		cpu_millis = $5, pids_limit = $6, disk_mb = $7, network = $8, runtime = $9, run_as = $10, shell = $11, cap_add = $12,
-		no_new_privileges = $13, updated_at = $14 WHERE id = $15`,
+		no_new_privileges = $13, updated_at = $14, kind = $15, extra_disks_mb = $16 WHERE id = $17`,
 		t.Name, t.Description, t.Image, t.MemoryMB, t.CPUMillis, t.PidsLimit, t.DiskMB, t.Network, t.Runtime, t.User,
-		jsonText(t.Shell), jsonText(t.CapAdd), t.NoNewPrivileges, t.UpdatedAt.UTC(), t.ID)
+		jsonText(t.Shell), jsonText(t.CapAdd), t.NoNewPrivileges, t.UpdatedAt.UTC(), kindOf(t.Kind), diskList(t.ExtraDisksMB), t.ID)
 	if err != nil {
 		return templateConflict(err)
 	}
@@ -128,15 +139,23 @@ func (s *SandboxStore) DeleteTemplate(ctx context.Context, id int64) error {
 	})
 }
 
-const containerColumns = `id, user_id, template_id, name, engine_id, status, status_detail, created_at, started_at, stopped_at,
+const containerColumns = `id, user_id, template_id, kind, name, engine_id, status, status_detail, created_at, started_at, stopped_at,
 	expires_at, last_activity_at`
+
+// kindOf is k as stored: a container unless it says otherwise.
+func kindOf(k sandbox.Kind) sandbox.Kind {
+	if k == "" {
+		return sandbox.KindContainer
+	}
+	return k
+}
 
 func scanContainer(row scanner) (*sandbox.Container, error) {
 	var (
 		c                sandbox.Container
 		started, stopped sql.NullTime
 	)
-	err := row.Scan(&c.ID, &c.UserID, &c.TemplateID, &c.Name, &c.EngineID, &c.Status, &c.StatusDetail, &c.CreatedAt,
+	err := row.Scan(&c.ID, &c.UserID, &c.TemplateID, &c.Kind, &c.Name, &c.EngineID, &c.Status, &c.StatusDetail, &c.CreatedAt,
 		&started, &stopped, &c.ExpiresAt, &c.LastActivityAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sandbox.ErrContainerNotFound
@@ -180,11 +199,12 @@ func (s *SandboxStore) CreateContainer(ctx context.Context, c *sandbox.Container
 		if err := check(existing, running); err != nil {
 			return err
 		}
+		c.Kind = kindOf(c.Kind)
 		return tx.QueryRowContext(ctx, `INSERT INTO containers (user_id, template_id, name, engine_id, status, status_detail,
-			created_at, started_at, stopped_at, expires_at, last_activity_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+			created_at, started_at, stopped_at, expires_at, last_activity_at, kind)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
 			c.UserID, c.TemplateID, c.Name, c.EngineID, c.Status, c.StatusDetail, c.CreatedAt.UTC(), timeArg(c.StartedAt),
-			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC()).Scan(&c.ID)
+			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC(), c.Kind).Scan(&c.ID)
 	})
 }
 

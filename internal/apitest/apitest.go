@@ -78,6 +78,12 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	if dsn == "" {
 		env["DATABASE_URL"] = "sqlite:" + path
 	}
+	// Machines live in a directory of this test's (a short path: QEMU's unix
+	// sockets are limited to 108 bytes), removed with them when it ends.
+	env["TUXLAB_MACHINE_STATE_DIR"] = machineStateDir(t)
+	if dir := os.Getenv("TUXLAB_MACHINE_DIR"); dir != "" {
+		env["TUXLAB_MACHINE_DIR"] = dir
+	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +140,7 @@ func start(t testing.TB, eng store.Engine, cfg config.Config) *Env {
 			t.Errorf("terminals did not end: %v", err)
 		}
 		removeEngineContainers(a.Sandboxes.Instance())
+		removeMachines(cfg.MachineStateDir, a.Sandboxes.Instance())
 		a.Close()
 	})
 	return &Env{T: t, Engine: eng, Config: cfg, App: a, DB: db, Server: srv, URL: srv.URL,

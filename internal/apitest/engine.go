@@ -3,11 +3,14 @@ package apitest
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
+	"tuxlab/internal/sandbox/qemu"
 )
 
 // TestImage is the sandbox image the engine tests run (scripts/build-images.sh busybox).
@@ -96,4 +99,64 @@ func RequireImage(t testing.TB, image string) *docker.Runtime {
 		return nil
 	}
 	return rt
+}
+
+// machineStateDir is a fresh directory for a test server's machines,
+// removed when t ends (after its server, whose cleanup removes the machines).
+func machineStateDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "tlm-api-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// removeMachines removes every machine in dir labelled with this test
+// server's instance id: no QEMU process outlives its test.
+func removeMachines(dir, instance string) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return
+	}
+	rt, err := qemu.New(qemu.Options{StateDir: dir})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, _ := rt.List(ctx, map[string]string{sandbox.LabelManaged: "true", sandbox.LabelInstance: instance})
+	for _, in := range list {
+		rt.Remove(ctx, in.EngineID)
+	}
+}
+
+// MachinesRequired reports whether tests of machines must run rather than
+// skip: in CI, or when TUXLAB_TEST_MACHINE=1 (scripts/test.sh sets it once
+// QEMU and the machine image are there).
+func MachinesRequired() bool {
+	return os.Getenv("CI") != "" || os.Getenv("TUXLAB_TEST_MACHINE") == "1"
+}
+
+// RequireMachines skips t unless QEMU and the machine image are on this
+// host; where MachinesRequired, their absence fails it instead.
+func RequireMachines(t testing.TB) {
+	t.Helper()
+	miss := func(why string) {
+		if MachinesRequired() {
+			t.Fatalf("TUXLAB_TEST_MACHINE=1 but %s", why)
+		}
+		t.Skipf("%s (set TUXLAB_TEST_MACHINE=1 to require it)", why)
+	}
+	for _, p := range []string{"qemu-system-x86_64", "qemu-img"} {
+		if _, err := exec.LookPath(p); err != nil {
+			miss(p + " is not installed (apt-get install qemu-system-x86 qemu-utils)")
+		}
+	}
+	dir := os.Getenv("TUXLAB_MACHINE_DIR")
+	if dir == "" {
+		dir = qemu.DefaultImageDir
+	}
+	if _, err := os.Stat(filepath.Join(dir, qemu.DefaultImage, "base.img")); err != nil {
+		miss("no machine image: run ./scripts/build-machine-image.sh")
+	}
 }

@@ -35,6 +35,7 @@ type containerBody struct {
 	StoppedAt    *string `json:"stopped_at"`
 	ExpiresAt    string  `json:"expires_at"`
 	TerminalURL  string  `json:"terminal_url"`
+	Kind         string  `json:"kind"`
 }
 
 type templateBody struct {

@@ -205,6 +205,13 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	return err
 }
 
+// WaitReady implements sandbox.Runtime.
+func (r *Runtime) WaitReady(ctx context.Context, engineID string) error {
+	err := r.rt.WaitReady(ctx, engineID)
+	r.count(ctx, "wait_ready", err)
+	return err
+}
+
 // ProbeDiskQuota implements sandbox.Runtime.
 func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {
 	err := r.rt.ProbeDiskQuota(ctx, image)

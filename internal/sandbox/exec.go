@@ -121,6 +121,9 @@ func (s *Service) execIn(ctx context.Context, c *Container, b Budget, scripts []
 	if err != nil {
 		return nil, err
 	}
+	if err := s.waitReady(ctx, rt, c); err != nil {
+		return nil, err
+	}
 	results := make([]*Result, len(scripts))
 	deadline, outLeft := time.Now().Add(b.Time), b.Output
 	for i, sc := range scripts {

@@ -273,6 +273,11 @@ type Runtime interface {
 	// (/etc/machine-id) are listed.
 	// It returns ErrGone if the container does not exist.
 	Changes(ctx context.Context, engineID string) ([]Change, error)
+	// WaitReady waits until a started sandbox can run commands: a container
+	// at once, a machine once it has booted far enough for its channel to
+	// answer. It returns ctx's error if ctx ends first, and ErrGone if the
+	// sandbox does not exist.
+	WaitReady(ctx context.Context, engineID string) error
 	// Run runs a command without a TTY to its end: stdin (nil for none) is
 	// fed to it and then closed, and its stdout and stderr are copied
 	// apart. It returns the command's exit code; a command that exits

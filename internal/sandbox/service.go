@@ -28,6 +28,7 @@ type Options struct {
 	IdleTimeout       time.Duration // a running sandbox without activity stops (default 30m)
 	MaxLifetime       time.Duration // every sandbox is removed this long after creation (default 24h)
 	StopGrace         time.Duration // SIGTERM to SIGKILL when stopping (default 3s)
+	BootTimeout       time.Duration // how long a machine may take to boot before scripts and terminals give up (default 5m)
 	Network           string        // internal engine network for templates with network (default tuxlab-sandbox)
 	DiskMB            int           // writable space of sandboxes whose template sets none, MiB (default 2048; negative: unbounded)
 	DiskCheckInterval time.Duration // how often writable space is measured where the engine has no quotas (default 5s)
@@ -63,6 +64,9 @@ func (o *Options) defaults() {
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = 3 * time.Second
+	}
+	if o.BootTimeout <= 0 {
+		o.BootTimeout = 5 * time.Minute
 	}
 	switch {
 	case o.DiskMB == 0:
@@ -116,6 +120,8 @@ func (s *Service) tools(ctx context.Context, k Kind, rt Runtime) (string, error)
 	}
 	v, err := rt.ToolsVolume(ctx, s.opt.ToolsImage)
 	switch {
+	case errors.Is(err, ErrUnsupported) && k == KindMachine:
+		return "", nil // a machine driver without a tools disk: scripts find no trusted tools (docs/machines.md)
 	case errors.Is(err, ErrToolsMissing) && k == KindMachine:
 		return "", &errs.Error{Kind: errs.Unavailable, Err: err, Detail: "The trusted tools of machines are not built on this host: an operator must run ./scripts/build-machine-image.sh"}
 	case errors.Is(err, ErrToolsMissing):
@@ -316,6 +322,22 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	}
 	s.opt.Observer.SandboxCreated(time.Since(began))
 	return s.store.FindContainerByID(ctx, c.ID)
+}
+
+// waitReady waits, within BootTimeout, until running sandbox c can run
+// commands: at once for a container, once booted for a machine.
+func (s *Service) waitReady(ctx context.Context, rt Runtime, c *Container) error {
+	if c.Kind != KindMachine {
+		return nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, s.opt.BootTimeout)
+	defer cancel()
+	err := rt.WaitReady(bctx, c.EngineID)
+	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
+		return &errs.Error{Kind: errs.Unavailable, Err: err, RetryAfter: time.Minute, Detail: fmt.Sprintf(
+			"This machine has not finished booting after %s: stop and start it, or delete it and create a new one", s.opt.BootTimeout)}
+	}
+	return err
 }
 
 // imageMissing is the 503 for a template whose image is not on the host,

@@ -157,6 +157,9 @@ func (s *Service) Tampering(ctx context.Context, c *Container) (*Tampering, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := s.waitReady(ctx, rt, c); err != nil {
+		return nil, err
+	}
 	st, err := rt.Inspect(ctx, c.EngineID)
 	if err != nil {
 		return nil, err

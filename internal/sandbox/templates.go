@@ -244,14 +244,14 @@ func (s *Service) DeleteTemplate(ctx context.Context, id int64) error {
 // takes its memory from the host whole, and its disks from the host's disk
 // as it writes them.
 type MachineLimits struct {
-	MaxMemoryMB  int // a machine's memory (default 2048)
-	MaxCPUs      int // its virtual CPUs (default: the host's cores)
-	MaxDisks     int // its blank disks (default 4)
-	MaxDiskMB    int // each blank disk (default 8192)
-	MaxRootMB    int // its root disk (default 16384)
-	MinMemoryMB  int // below this a Debian machine does not boot (256)
-	MinRootMB    int // the machine image's own size and some room (2048)
-	DefaultRoot  int // a root disk_mb of 0 means this (4096)
+	MaxMemoryMB int // a machine's memory (default 2048)
+	MaxCPUs     int // its virtual CPUs (default: the host's cores)
+	MaxDisks    int // its blank disks (default 4)
+	MaxDiskMB   int // each blank disk (default 8192)
+	MaxRootMB   int // its root disk (default 16384)
+	MinMemoryMB int // below this a Debian machine does not boot (256)
+	MinRootMB   int // the machine image's own size and some room (2048)
+	DefaultRoot int // a root disk_mb of 0 means this (4096)
 }
 
 func (l *MachineLimits) defaults() {

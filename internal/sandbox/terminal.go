@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tuxlab/internal/errs"
 	"tuxlab/internal/ttyrelay"
 )
 
@@ -34,6 +35,8 @@ func (s *Service) Terminal(ctx context.Context, c *Container, cols, rows uint) (
 	ts := s.pool.takeShell(c.EngineID)
 	if ts != nil {
 		ts.Resize(ctx, cols, rows) // held until its wrapper has set the initial size
+	} else if err := s.waitReady(ctx, rt, c); err != nil {
+		return nil, nil, err
 	} else if ts, err = s.openShell(ctx, rt, t, c, cols, rows); err != nil {
 		return nil, nil, err
 	}
@@ -59,8 +62,38 @@ func (s *Service) openShell(ctx context.Context, rt Runtime, t *Template, c *Con
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
-	return &terminalSession{Session: sess, ctx: ctx, token: string(token), ready: make(chan struct{}),
-		fallback: func() { s.hangupByMark(ctx, rt, t, c, m) }}, nil
+	ts := &terminalSession{Session: sess, ctx: ctx, token: string(token), ready: make(chan struct{}),
+		fallback: func() { s.hangupByMark(ctx, rt, t, c, m) }}
+	if c.Kind == KindMachine {
+		ts.lost = func(ctx context.Context, err error) error { return s.machineLost(ctx, rt, c, err) }
+	}
+	return ts, nil
+}
+
+// Why a machine's terminal ended without its shell's exit status: its
+// channel went with a reboot or a poweroff from inside.
+var (
+	ErrMachineRestarting = &errs.Error{Kind: errs.Unavailable, RetryAfter: 10 * time.Second,
+		Detail: "The machine is restarting: open the terminal again once it is back"}
+	ErrMachineStopped = errs.E(errs.Conflict, "The machine powered off: start it again to go on")
+)
+
+// machineLost says why machine c's shell ended with err instead of an exit
+// status: the machine restarting (QEMU runs on), or powered off (QEMU
+// ended), which the sandbox's row then records. Any other err is returned
+// as it is.
+func (s *Service) machineLost(ctx context.Context, rt Runtime, c *Container, err error) error {
+	st, ierr := rt.Inspect(ctx, c.EngineID)
+	switch {
+	case ierr != nil:
+		return err
+	case st.Running:
+		return fmt.Errorf("%w (%w)", ErrMachineRestarting, err)
+	}
+	if _, rerr := s.refresh(ctx, rt, c); rerr != nil {
+		s.opt.Log.Warn("recording a machine that powered off", "container_id", c.ID, "error", rerr.Error())
+	}
+	return fmt.Errorf("%w (%w)", ErrMachineStopped, err)
 }
 
 // RelayPath is where sandboxes find the terminal relay: on the read-only
@@ -137,6 +170,10 @@ type terminalSession struct {
 	ready     chan struct{} // closed once the marker has passed (or the stream has ended)
 	readyOnce sync.Once
 
+	// lost, for a machine, turns a Wait that ended without an exit status
+	// into why (machineLost).
+	lost func(ctx context.Context, err error) error
+
 	// Only the reading goroutine touches these.
 	scan    readyScanner
 	out     []byte // read and scanned, not handed out yet
@@ -145,6 +182,16 @@ type terminalSession struct {
 	mu      sync.Mutex // serialises resizes, guards the fields below
 	sized   bool
 	pending *[2]uint // cols, rows asked for before the size was set
+}
+
+// Wait is the shell's Wait; for a machine whose channel went, the error says
+// whether it is restarting or powered off.
+func (t *terminalSession) Wait(ctx context.Context) (int, error) {
+	code, err := t.Session.Wait(ctx)
+	if err != nil && t.lost != nil && ctx.Err() == nil {
+		err = t.lost(ctx, err)
+	}
+	return code, err
 }
 
 // Read passes the shell's output on, without the wrapper's marker.

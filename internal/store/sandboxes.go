@@ -25,7 +25,7 @@ const templateColumns = `id, name, description, kind, image, memory_mb, cpu_mill
 
 func scanTemplate(row scanner) (*sandbox.Template, error) {
 	var (
-		t            sandbox.Template
+		t                   sandbox.Template
 		shell, capAd, disks string
 	)
 	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Kind, &t.Image, &t.MemoryMB, &t.CPUMillis, &t.PidsLimit, &t.DiskMB,

@@ -364,6 +364,10 @@ func (t *term) pumpOutput() {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 10*time.Second)
 			code, werr := t.sess.Wait(wctx)
 			cancel()
+			if errors.Is(werr, sandbox.ErrMachineRestarting) || errors.Is(werr, sandbox.ErrMachineStopped) {
+				t.end(werr) // the socket says so, as a refusal does, and closes
+				return
+			}
 			if werr != nil || !errors.Is(err, io.EOF) {
 				code = -1
 			}

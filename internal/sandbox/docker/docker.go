@@ -284,6 +284,9 @@ func isUnknownRuntimeError(err error) bool {
 	return strings.Contains(msg, "unknown runtime") || strings.Contains(msg, "invalid runtime")
 }
 
+// WaitReady: a started container runs commands at once.
+func (r *Runtime) WaitReady(ctx context.Context, engineID string) error { return ctx.Err() }
+
 // ProbeDiskQuota creates (and removes) a container with a size limit, which
 // the engine refuses at once where its storage driver has no quotas.
 func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error {

@@ -30,6 +30,7 @@ type Runtime struct {
 	EnsureNetworkFn  func(ctx context.Context, name string, labels map[string]string) error
 	RemoveNetworkFn  func(ctx context.Context, name string) error
 	ProbeDiskQuotaFn func(ctx context.Context, image string) error
+	WaitReadyFn      func(ctx context.Context, engineID string) error
 	DiskUsageFn      func(ctx context.Context, engineIDs []string) (map[string]int64, error)
 	CreateFn         func(ctx context.Context, s sandbox.Spec) (string, error)
 	StartFn          func(ctx context.Context, engineID string) error
@@ -75,6 +76,15 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 		return notSet("RemoveNetwork")
 	}
 	return r.RemoveNetworkFn(ctx, name)
+}
+
+// WaitReady calls WaitReadyFn; without one a sandbox is ready at once, as a
+// container is.
+func (r *Runtime) WaitReady(ctx context.Context, engineID string) error {
+	if r.WaitReadyFn == nil {
+		return ctx.Err()
+	}
+	return r.WaitReadyFn(ctx, engineID)
 }
 
 // ProbeDiskQuota calls ProbeDiskQuotaFn.

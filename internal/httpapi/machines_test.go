@@ -1,0 +1,150 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/qemu"
+)
+
+// bootWait bounds a machine's boot under QEMU's emulation on a busy host
+// (20 s quiet, minutes under load): a deadline against a hung test, not a
+// measure.
+const bootWait = 6 * time.Minute
+
+// awaitPrompt waits for the learner's prompt in a machine's terminal, which
+// comes once the machine has booted.
+func awaitPrompt(t *testing.T, tc *apitest.Terminal) {
+	t.Helper()
+	tc.Await(regexp.MustCompile(`learner@[a-z0-9-]+:`), 0, bootWait)
+}
+
+// machineRuns types script into tc and returns what it printed, between
+// markers (so the echo of the typed line is left out).
+func machineRuns(t *testing.T, tc *apitest.Terminal, script string) string {
+	t.Helper()
+	from := len(tc.Output())
+	tc.Type(script + "; echo end-of-$((6*7))\n")
+	tc.Await(regexp.MustCompile(`end-of-42`), from, 2*time.Minute)
+	out := tc.Text(from)
+	out = out[strings.LastIndex(out, "end-of-$((6*7))")+len("end-of-$((6*7))") : strings.LastIndex(out, "end-of-42")]
+	return strings.TrimSpace(out)
+}
+
+// TestMachineThroughTheAPI is issue 23's walk, as a learner: the bundled
+// machine template makes a virtual machine whose terminal is the usual
+// WebSocket; in it systemd is PID 1, the kernel is the machine image's, the
+// template's blank disks are there, LVM, mkfs, mount and fstab work and
+// survive a reboot from inside (the socket says the machine is
+// restarting), nft loads a table, swapon works; another learner gets 404;
+// delete leaves no QEMU process and no file.
+func TestMachineThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	apitest.RequireMachines(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	other := e.CreateUser("other", auth.RoleStudent)
+
+	var tpl templateBody
+	for _, x := range templatesOf(t, e) {
+		if x.Name == sandbox.MachineTemplateName {
+			tpl = x
+		}
+	}
+	if tpl.Kind != "machine" || fmt.Sprint(tpl.ExtraDisksMB) != "[1024 1024]" {
+		t.Fatalf("bundled machine template: %+v", tpl)
+	}
+	var c containerBody
+	e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token,
+		Body: map[string]any{"template_id": tpl.ID}}).Expect(t, http.StatusCreated).JSON(t, &c)
+	if c.Status != "running" || c.Kind != "machine" {
+		t.Fatalf("created %+v", c)
+	}
+	engine := engineID(t, e, c.ID)
+	e.Get(fmt.Sprintf("/api/containers/%d", c.ID), other.Token).Expect(t, http.StatusNotFound)
+
+	tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 120, 40)
+	awaitPrompt(t, tc)
+	if got := machineRuns(t, tc, "cat /proc/1/comm"); got != "systemd" {
+		t.Errorf("PID 1 is %q, not systemd", got)
+	}
+	release, err := os.ReadFile(filepath.Join(machineImageDir(), "kernel.release"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := machineRuns(t, tc, "uname -r"); got != strings.TrimSpace(string(release)) {
+		t.Errorf("uname -r is %q, not the machine image's kernel %q", got, strings.TrimSpace(string(release)))
+	}
+	if got := machineRuns(t, tc, "lsblk -dn -o NAME,SIZE /dev/vdb /dev/vdc | tr -s ' '"); got != "vdb 1G\r\nvdc 1G" && got != "vdb 1G\nvdc 1G" {
+		t.Errorf("blank disks: %q", got)
+	}
+	// Storage a container cannot have, kept across a reboot.
+	machineRuns(t, tc, "sudo pvcreate -q /dev/vdb && sudo vgcreate -q data /dev/vdb && sudo lvcreate -q -n files -L 200M data && "+
+		"sudo mkfs.ext4 -q /dev/data/files && sudo mkdir -p /srv/files && "+
+		"echo '/dev/data/files /srv/files ext4 defaults 0 2' | sudo tee -a /etc/fstab >/dev/null && sudo mount -a && "+
+		"echo kept | sudo tee /srv/files/note >/dev/null && sync")
+	if got := machineRuns(t, tc, "sudo nft add table inet lab && sudo nft list tables"); !strings.Contains(got, "table inet lab") {
+		t.Errorf("nft: %q", got)
+	}
+	if got := machineRuns(t, tc, "sudo mkswap -q /dev/vdc >/dev/null && sudo swapon /dev/vdc && sudo swapon --show=NAME --noheadings"); got != "/dev/vdc" {
+		t.Errorf("swapon: %q", got)
+	}
+
+	tc.Type("sudo reboot\n")
+	tc.Ended(2 * time.Minute)
+	if !hasControl(tc, "error", "restarting") {
+		t.Errorf("the socket did not say the machine is restarting: %s", tc.Tail())
+	}
+	tc = e.OpenTerminal(t, c.TerminalURL, u.Token, 120, 40)
+	awaitPrompt(t, tc)
+	if got := machineRuns(t, tc, "cat /srv/files/note; findmnt -n -o SOURCE /srv/files"); got != "kept\r\n/dev/mapper/data-files" && got != "kept\n/dev/mapper/data-files" {
+		t.Errorf("after the reboot: %q", got)
+	}
+	tc.Hangup()
+
+	e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d", c.ID), Token: u.Token}).Expect(t, http.StatusOK)
+	if out, _ := exec.Command("pgrep", "-f", engine).Output(); len(out) > 0 {
+		t.Errorf("a process of the machine is left after delete: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.Config.MachineStateDir, engine)); !os.IsNotExist(err) {
+		t.Errorf("the machine's directory is left after delete: %v", err)
+	}
+}
+
+// machineImageDir is the current machine image's directory.
+func machineImageDir() string {
+	dir := os.Getenv("TUXLAB_MACHINE_DIR")
+	if dir == "" {
+		dir = qemu.DefaultImageDir
+	}
+	return filepath.Join(dir, qemu.DefaultImage)
+}
+
+// templatesOf lists the templates as anyone sees them.
+func templatesOf(t *testing.T, e *apitest.Env) []templateBody {
+	t.Helper()
+	var ts []templateBody
+	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &ts)
+	return ts
+}
+
+// hasControl reports whether tc received a control message of type typ
+// whose detail contains words.
+func hasControl(tc *apitest.Terminal, typ, words string) bool {
+	for _, m := range tc.Control() {
+		if m["type"] == typ && strings.Contains(fmt.Sprint(m["detail"]), words) {
+			return true
+		}
+	}
+	return false
+}

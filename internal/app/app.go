@@ -390,7 +390,25 @@ func diskMB(mb int) int {
 // returns when it has stopped (the warm pool removed). Serve runs it; a
 // caller that runs it itself must wait for it before Close.
 func (a *App) Background(ctx context.Context) {
+	var wg sync.WaitGroup
+	if a.machines != nil {
+		wg.Go(func() { a.machineAccel(ctx) })
+	}
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
+	wg.Wait()
+}
+
+// machineAccel finds which accelerator machines get (the KVM canary takes
+// up to 15 s where KVM does not really work), before a learner's first
+// machine has to, and tells /readyz when it is software emulation.
+func (a *App) machineAccel(ctx context.Context) {
+	if ok, _ := a.machines.ImageExists(ctx, "current"); !ok {
+		return
+	}
+	if a.machines.Accel(ctx, "current") == "tcg" {
+		a.Sandboxes.SetMachineNote("Machines run under TCG, QEMU's software emulation, because KVM does not work on this host: " +
+			"a machine takes about 20 s to boot cold instead of a few seconds (docs/machines.md)")
+	}
 }
 
 // Close ends the terminals still open (their processes killed; see

@@ -229,8 +229,15 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	// Ready all the same: lessons, exams and the rest work. An operator
 	// should hear of it, though.
 	if s.sandboxes != nil {
+		var warnings []string
 		if iso := s.sandboxes.Isolation(); iso.Problem != "" {
-			body["warnings"] = []string{iso.Problem}
+			warnings = append(warnings, iso.Problem)
+		}
+		if note := s.sandboxes.MachineNotice(ctx); note != "" {
+			warnings = append(warnings, note)
+		}
+		if len(warnings) > 0 {
+			body["warnings"] = warnings
 		}
 	}
 	writeJSON(w, http.StatusOK, body)

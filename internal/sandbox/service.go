@@ -100,6 +100,8 @@ type Service struct {
 	pool     *pool        // warm sandboxes of this process (pool.go)
 	// isolation is what the check of sandbox networks found (isolation.go).
 	isolation atomic.Pointer[Isolation]
+	// machineNote is what an operator should hear of machines (SetMachineNote).
+	machineNote atomic.Pointer[string]
 
 	toolsMu     sync.Mutex
 	toolsVolume map[Kind]string // the trusted tools of each kind, once resolved (tools)
@@ -338,6 +340,33 @@ func (s *Service) waitReady(ctx context.Context, rt Runtime, c *Container) error
 			"This machine has not finished booting after %s: stop and start it, or delete it and create a new one", s.opt.BootTimeout)}
 	}
 	return err
+}
+
+// SetMachineNote records what an operator should hear of machines once it is
+// known, such as their running under software emulation; "" for nothing.
+func (s *Service) SetMachineNote(note string) { s.machineNote.Store(&note) }
+
+// MachineNotice says what keeps machines from working well here, for
+// /readyz: unavailable (and why), no machine image, or the recorded note;
+// "" when all is well or machines are off.
+func (s *Service) MachineNotice(ctx context.Context) string {
+	if s.opt.Machines == nil {
+		return ""
+	}
+	if err := s.MachinesAvailable(ctx); err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return e.Detail
+		}
+		return err.Error()
+	}
+	if ok, err := s.opt.Machines.ImageExists(ctx, "current"); err == nil && !ok {
+		return "No machine image: machine templates answer 503 until an operator runs ./scripts/build-machine-image.sh"
+	}
+	if n := s.machineNote.Load(); n != nil {
+		return *n
+	}
+	return ""
 }
 
 // imageMissing is the 503 for a template whose image is not on the host,

@@ -20,24 +20,34 @@ type taskResponse struct {
 	Hint            string `json:"hint"`
 	HintHTML        string `json:"hint_html"`
 	Points          int    `json:"points"`
+	Machine         string `json:"machine"`
+}
+
+// labMachineResponse is what anyone sees of a lab's machine: its name.
+type labMachineResponse struct {
+	Name string `json:"name"`
 }
 
 type labResponse struct {
 	contentHead
 	SectionID *int64 `json:"section_id"`
 	contentBody
-	MaxPoints int            `json:"max_points"`
-	Tasks     []taskResponse `json:"tasks"`
+	MaxPoints int                  `json:"max_points"`
+	Machines  []labMachineResponse `json:"machines"`
+	Tasks     []taskResponse       `json:"tasks"`
 }
 
 func newLabResponse(l *lab.Lab) labResponse {
 	r := labResponse{contentHead: contentHead{ID: l.ID, Slug: l.Slug, ModuleID: l.ModuleID}, SectionID: l.ModuleID,
 		contentBody: contentBody{TemplateID: &l.TemplateID, Title: l.Title, Description: l.Description, DescriptionHTML: l.DescriptionHTML(),
 			TimeLimitMinutes: l.TimeLimitMinutes, PassingScore: l.PassingScore},
-		MaxPoints: l.MaxPoints(), Tasks: make([]taskResponse, len(l.Tasks))}
+		MaxPoints: l.MaxPoints(), Machines: make([]labMachineResponse, len(l.Machines)), Tasks: make([]taskResponse, len(l.Tasks))}
+	for i, m := range l.Machines {
+		r.Machines[i] = labMachineResponse{Name: m.Name}
+	}
 	for i, t := range l.Tasks {
 		r.Tasks[i] = taskResponse{ID: t.ID, Position: t.Position, Title: t.Title, Description: t.Description, DescriptionHTML: t.DescriptionHTML(),
-			Hint: t.Hint, HintHTML: t.HintHTML(), Points: t.Points}
+			Hint: t.Hint, HintHTML: t.HintHTML(), Points: t.Points, Machine: t.Machine}
 	}
 	return r
 }
@@ -52,14 +62,18 @@ type adminLabResponse struct {
 	labResponse
 	Setup     string              `json:"setup"`
 	Solution  string              `json:"solution"`
+	Machines  []lab.Machine       `json:"machines"`
 	Tasks     []adminTaskResponse `json:"tasks"`
 	CreatedAt timestamp           `json:"created_at"`
 	UpdatedAt timestamp           `json:"updated_at"`
 }
 
 func newAdminLabResponse(l *lab.Lab) adminLabResponse {
-	r := adminLabResponse{labResponse: newLabResponse(l), Setup: l.Setup, Solution: l.Solution,
+	r := adminLabResponse{labResponse: newLabResponse(l), Setup: l.Setup, Solution: l.Solution, Machines: l.Machines,
 		Tasks: make([]adminTaskResponse, len(l.Tasks)), CreatedAt: timestamp(l.CreatedAt), UpdatedAt: timestamp(l.UpdatedAt)}
+	if r.Machines == nil {
+		r.Machines = []lab.Machine{}
+	}
 	for i, t := range l.Tasks {
 		r.Tasks[i] = adminTaskResponse{taskResponse: r.labResponse.Tasks[i], Check: t.Check}
 	}
@@ -86,6 +100,8 @@ type labAttemptResponse struct {
 	Status       string  `json:"status"`
 	ContainerID  *int64  `json:"container_id"`
 	TerminalURL  *string `json:"terminal_url"`
+	// Machines are a lab's machines with their sandboxes; empty for one sandbox.
+	Machines []attemptMachineResponse `json:"machines"`
 	attemptOutcome
 	Checks      int        `json:"checks"`
 	LastCheckAt *timestamp `json:"last_check_at"`
@@ -95,11 +111,21 @@ type labAttemptResponse struct {
 	Tasks            []taskResultResponse `json:"tasks"`
 }
 
+type attemptMachineResponse struct {
+	Name        string  `json:"name"`
+	ContainerID *int64  `json:"container_id"`
+	TerminalURL *string `json:"terminal_url"`
+}
+
 // newLabAttemptResponse shows an attempt; the checks' output only to admins.
 func newLabAttemptResponse(a *lab.Attempt, admin bool) labAttemptResponse {
 	r := labAttemptResponse{ID: a.ID, LaboratoryID: a.LabID, UserID: a.UserID, Status: string(a.Status), ContainerID: a.ContainerID,
 		TerminalURL: optTerminalURL(a.ContainerID), attemptOutcome: newAttemptOutcome(&a.Attempt), Checks: a.Checks, LastCheckAt: optTime(a.LastCheckAt),
-		Checking: a.CheckingSince != nil, SandboxRemovedAt: optTime(a.SandboxRemovedAt), Tasks: make([]taskResultResponse, len(a.Results))}
+		Checking: a.CheckingSince != nil, SandboxRemovedAt: optTime(a.SandboxRemovedAt), Tasks: make([]taskResultResponse, len(a.Results)),
+		Machines: make([]attemptMachineResponse, len(a.Machines))}
+	for i, m := range a.Machines {
+		r.Machines[i] = attemptMachineResponse{Name: m.Name, ContainerID: m.ContainerID, TerminalURL: optTerminalURL(m.ContainerID)}
+	}
 	for i, t := range a.Results {
 		tr := taskResultResponse{TaskID: t.TaskID, Position: t.Position, Title: t.Title, Passed: t.Passed, Points: t.Points, Feedback: t.Feedback}
 		if tr.Feedback == nil {
@@ -182,6 +208,7 @@ type labBody struct {
 	Description *string          `json:"description" yaml:"description"`
 	Setup       *string          `json:"setup" yaml:"setup"`
 	Solution    *string          `json:"solution" yaml:"solution"`
+	Machines    *[]lab.Machine   `json:"machines" yaml:"machines"`
 	Tasks       *[]lab.TaskInput `json:"tasks" yaml:"tasks"`
 }
 
@@ -199,6 +226,12 @@ func labInput(r *http.Request) (lab.Input, error) {
 		return in, err
 	}
 	in.Description, in.Setup, in.Solution = b.Description, b.Setup, b.Solution
+	if b.Machines != nil {
+		in.Machines = b.Machines
+		if *in.Machines == nil {
+			in.Machines = &[]lab.Machine{}
+		}
+	}
 	if b.Tasks != nil {
 		in.Tasks = *b.Tasks
 		if in.Tasks == nil {

@@ -32,8 +32,11 @@ var (
 
 	taskProps = map[string]any{"id": intSchema, "position": intSchema, "title": strSchema,
 		"description": map[string]any{"type": "string", "description": "Markdown."}, "description_html": renderedOf("description"),
-		"hint": map[string]any{"type": "string", "description": "Markdown."}, "hint_html": renderedOf("hint"), "points": intSchema}
+		"hint": map[string]any{"type": "string", "description": "Markdown."}, "hint_html": renderedOf("hint"), "points": intSchema,
+		"machine": map[string]any{"type": "string", "description": "Labs with machines: the machine the task is checked on; empty for a lab of one sandbox."}}
 	labProps = map[string]any{
+		"machines": map[string]any{"type": "array", "items": ref("LabMachine"),
+			"description": "The lab's machines (2 to 4, on one private segment where their names resolve), each made from the template at a start; empty for a lab of one sandbox (docs/machines.md)."},
 		"id": intSchema, "slug": strSchema, "module_id": nullableInt,
 		"section_id":  map[string]any{"type": []string{"integer", "null"}, "description": "The same as module_id: a section is a lesson module."},
 		"template_id": map[string]any{"type": "integer", "description": "The sandbox template a start provisions."},
@@ -75,21 +78,32 @@ func withProps(base map[string]any, extra map[string]any) map[string]any {
 }
 
 var learningSchemas = map[string]any{
+	"LabMachine": closed([]string{"name"}, map[string]any{"name": map[string]any{"type": "string", "description": "Its host name, which the lab's other machines resolve."}}),
+	"AdminLabMachine": obj([]string{"name"}, map[string]any{"name": strSchema,
+		"setup":    map[string]any{"type": "string", "description": "Runs as root in this machine at each start."},
+		"solution": map[string]any{"type": "string", "description": "Typed into this machine's terminal as the learner; for admins and CI."}}),
+	"AttemptMachine": obj([]string{"name", "container_id", "terminal_url"}, map[string]any{"name": strSchema,
+		"container_id": map[string]any{"type": []string{"integer", "null"}, "description": "This machine's sandbox; null once removed."},
+		"terminal_url": map[string]any{"type": []string{"string", "null"}, "description": "Path of this machine's terminal WebSocket."}}),
 	"Task":    closed(keys(taskProps), taskProps),
 	"Lab":     closed(keys(labProps), labProps),
 	"LabList": arrayOf(ref("Lab")),
 	"AdminTask": obj(append(keys(taskProps), "check"), withProps(taskProps, map[string]any{
 		"check": map[string]any{"type": "string", "description": "Runs as root in the sandbox; exit 0 means passed; `FAIL: ` lines are shown to the learner."}})),
 	"AdminLab": obj(append(keys(labProps), "setup", "solution", "created_at", "updated_at"), withProps(labProps, map[string]any{
-		"setup": strSchema, "solution": strSchema, "tasks": arrayOf(ref("AdminTask")), "created_at": tsSchema, "updated_at": tsSchema})),
+		"setup": strSchema, "solution": strSchema, "tasks": arrayOf(ref("AdminTask")), "created_at": tsSchema, "updated_at": tsSchema,
+		"machines": arrayOf(ref("AdminLabMachine"))})),
 	"AdminLabList": arrayOf(ref("AdminLab")),
 	"TaskInput": obj([]string{"title", "check"}, map[string]any{"title": strSchema, "description": strSchema, "hint": strSchema,
-		"points": map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 1}, "check": strSchema}),
+		"points": map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 1}, "check": strSchema,
+		"machine": map[string]any{"type": "string", "description": "Labs with machines: the machine whose name the check runs on (required there)."}}),
 	"LabBody": obj(nil, map[string]any{
 		"description": strSchema,
-		"setup":       map[string]any{"type": "string", "description": "Runs as root in a fresh sandbox at each start."},
-		"solution":    map[string]any{"type": "string", "description": "Solves every task, run as the learner; for admins and CI."},
-		"tasks":       map[string]any{"type": "array", "items": ref("TaskInput"), "maxItems": 50, "description": "Replaces the tasks; ids are kept by position."},
+		"setup":       map[string]any{"type": "string", "description": "Runs as root in a fresh sandbox at each start (labs of one sandbox)."},
+		"machines": map[string]any{"type": "array", "items": ref("AdminLabMachine"), "maxItems": 4,
+			"description": "Replaces the machines: 2 to 4, each with its own setup and solution; [] for a lab of one sandbox. The template must make machines."},
+		"solution": map[string]any{"type": "string", "description": "Solves every task, run as the learner; for admins and CI."},
+		"tasks":    map[string]any{"type": "array", "items": ref("TaskInput"), "maxItems": 50, "description": "Replaces the tasks; ids are kept by position."},
 	}),
 	"TaskResult": obj([]string{"task_id", "position", "title", "passed", "points", "feedback"}, map[string]any{
 		"task_id": intSchema, "position": intSchema, "title": strSchema, "passed": boolSchema,
@@ -97,8 +111,10 @@ var learningSchemas = map[string]any{
 		"exit_code": map[string]any{"type": "integer", "description": "Admins only."}, "timed_out": map[string]any{"type": "boolean", "description": "Admins only."},
 		"output": map[string]any{"type": "string", "description": "Admins only: the check's stdout and stderr."},
 	}),
-	"LabAttempt": obj([]string{"id", "laboratory_id", "user_id", "status", "container_id", "terminal_url", "started_at", "expires_at",
+	"LabAttempt": obj([]string{"id", "laboratory_id", "user_id", "status", "container_id", "terminal_url", "machines", "started_at", "expires_at",
 		"finished_at", "points", "max_points", "score", "passed", "checks", "last_check_at", "checking", "sandbox_removed_at", "tasks"}, map[string]any{
+		"machines": map[string]any{"type": "array", "items": ref("AttemptMachine"),
+			"description": "Labs with machines: each machine's sandbox and terminal, in the lab's order (the first is also container_id); empty for a lab of one sandbox."},
 		"id": intSchema, "laboratory_id": intSchema, "user_id": intSchema, "status": attemptStatus,
 		"container_id": map[string]any{"type": []string{"integer", "null"}, "description": "The sandbox provisioned for the attempt; null once deleted."},
 		"terminal_url": map[string]any{"type": []string{"string", "null"}, "description": "Path of the sandbox's terminal WebSocket; add ?token=."},

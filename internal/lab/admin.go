@@ -2,6 +2,9 @@ package lab
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"slices"
 	"unicode/utf8"
 
 	"tuxlab/internal/actor"
@@ -32,6 +35,7 @@ type Input struct {
 	ModuleID                                  *int64 // 0 detaches the lab from its module
 	TemplateID                                *int64
 	TimeLimitMinutes, PassingScore            *int
+	Machines                                  *[]Machine  // nil: unchanged; empty: one sandbox
 	Tasks                                     []TaskInput // nil: unchanged
 }
 
@@ -40,9 +44,17 @@ type TaskInput struct {
 	Title       string `json:"title" yaml:"title"`
 	Description string `json:"description" yaml:"description,omitempty"`
 	Hint        string `json:"hint" yaml:"hint,omitempty"`
-	Points      int    `json:"points" yaml:"points,omitempty"` // 0: the default, 1
+	Points      int    `json:"points" yaml:"points,omitempty"`             // 0: the default, 1
+	Machine     string `json:"machine,omitempty" yaml:"machine,omitempty"` // labs with machines: where the check runs
 	Check       string `json:"check" yaml:"check"`
 }
+
+// MaxMachines bounds a lab's machines: each runs whole, so a learner's
+// quota of running sandboxes must hold them all.
+const MaxMachines = 4
+
+// machineName is a lab machine's name: a host name of one label.
+var machineName = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,14}[a-z0-9])?$`)
 
 // apply validates in and writes it onto l, collecting every problem.
 func (in *Input) apply(l *Lab) error {
@@ -63,6 +75,10 @@ func (in *Input) apply(l *Lab) error {
 		f.Add([]any{"template_id"}, "Field required: the sandbox template the lab runs in", "missing")
 	}
 	authored.CheckLimits(&f, l.TimeLimitMinutes, l.PassingScore)
+	if in.Machines != nil {
+		l.Machines = slices.Clone(*in.Machines)
+	}
+	checkMachines(&f, l)
 	if in.Tasks != nil {
 		l.Tasks = mergeTasks(l.Tasks, in.Tasks)
 	}
@@ -79,15 +95,48 @@ func (in *Input) apply(l *Lab) error {
 			f.Add([]any{"tasks", i, "points"}, "Input should be between 1 and 100", "range")
 		}
 		checkScript(&f, []any{"tasks", i, "check"}, t.Check, true)
+		switch {
+		case len(l.Machines) == 0 && t.Machine != "":
+			f.Add([]any{"tasks", i, "machine"}, "This laboratory has one sandbox: a task names no machine", "value_error")
+		case len(l.Machines) > 0 && !slices.ContainsFunc(l.Machines, func(m Machine) bool { return m.Name == t.Machine }):
+			f.Add([]any{"tasks", i, "machine"}, "Name one of the laboratory's machines, where the check runs", "value_error")
+		}
 	}
 	return f.Err()
+}
+
+// checkMachines checks a lab's machines: 2 to MaxMachines, named as hosts,
+// each name once, their scripts valid; with machines, the lab's own setup
+// and solution are empty (each machine has its own).
+func checkMachines(f *errs.Fields, l *Lab) {
+	if len(l.Machines) == 0 {
+		return
+	}
+	if len(l.Machines) < 2 || len(l.Machines) > MaxMachines {
+		f.Add([]any{"machines"}, fmt.Sprintf("A laboratory has one sandbox (no machines) or 2 to %d machines", MaxMachines), "value_error")
+	}
+	seen := map[string]bool{}
+	for i, m := range l.Machines {
+		if !machineName.MatchString(m.Name) || seen[m.Name] {
+			f.Add([]any{"machines", i, "name"}, "Each machine needs a name of its own: lower-case letters, digits and dashes, at most 16, such as server", "value_error")
+		}
+		seen[m.Name] = true
+		checkScript(f, []any{"machines", i, "setup"}, m.Setup, false)
+		checkScript(f, []any{"machines", i, "solution"}, m.Solution, false)
+	}
+	if l.Setup != "" {
+		f.Add([]any{"setup"}, "A laboratory with machines has a setup on each machine instead", "value_error")
+	}
+	if l.Solution != "" {
+		f.Add([]any{"solution"}, "A laboratory with machines has a solution on each machine instead", "value_error")
+	}
 }
 
 // mergeTasks lays the new tasks over the old by position, so task ids stay.
 func mergeTasks(old []*Task, in []TaskInput) []*Task {
 	out := make([]*Task, len(in))
 	for i, t := range in {
-		n := &Task{Position: i, Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Check: t.Check}
+		n := &Task{Position: i, Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Check: t.Check, Machine: t.Machine}
 		if n.Points == 0 {
 			n.Points = defaultTaskPoints
 		}
@@ -122,6 +171,7 @@ func (s *Service) kind() authored.Kind[*Lab, Input] {
 		Copy: func(l *Lab) *Lab {
 			c := *l
 			c.Tasks = append([]*Task(nil), l.Tasks...)
+			c.Machines = slices.Clone(l.Machines)
 			return &c
 		},
 		ID:       func(l *Lab) int64 { return l.ID },

@@ -33,6 +33,7 @@ type File struct {
 	PassingScore     *int        `yaml:"passing_score,omitempty"`
 	Setup            string      `yaml:"setup,omitempty"`
 	Solution         string      `yaml:"solution,omitempty"`
+	Machines         []Machine   `yaml:"machines,omitempty"`
 	Tasks            []TaskInput `yaml:"tasks"`
 	Path             string      `yaml:"-"` // where it was read from, for messages
 }
@@ -113,8 +114,13 @@ func (f *File) Input(moduleID, templateID int64) Input {
 	if tasks == nil {
 		tasks = []TaskInput{}
 	}
+	machines := f.Machines
+	if machines == nil {
+		machines = []Machine{}
+	}
 	return Input{Slug: &f.Slug, Title: &f.Title, Description: &f.Description, Setup: &f.Setup, Solution: &f.Solution,
-		ModuleID: &moduleID, TemplateID: &templateID, TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing, Tasks: tasks}
+		ModuleID: &moduleID, TemplateID: &templateID, TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing,
+		Machines: &machines, Tasks: tasks}
 }
 
 // ImportReport counts what an import did.
@@ -169,14 +175,14 @@ func (s *Service) file(ctx context.Context, l *Lab) (*File, error) {
 		return nil, err
 	}
 	f := &File{Slug: l.Slug, Title: l.Title, Description: l.Description, Template: tmpl, TimeLimitMinutes: l.TimeLimitMinutes,
-		PassingScore: &l.PassingScore, Setup: l.Setup, Solution: l.Solution, Tasks: make([]TaskInput, len(l.Tasks))}
+		PassingScore: &l.PassingScore, Setup: l.Setup, Solution: l.Solution, Machines: l.Machines, Tasks: make([]TaskInput, len(l.Tasks))}
 	if l.ModuleID != nil {
 		if f.Module, err = s.store.ModuleSlugByID(ctx, *l.ModuleID); err != nil {
 			return nil, err
 		}
 	}
 	for i, t := range l.Tasks {
-		f.Tasks[i] = TaskInput{Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Check: t.Check}
+		f.Tasks[i] = TaskInput{Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Machine: t.Machine, Check: t.Check}
 	}
 	return f, nil
 }

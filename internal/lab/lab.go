@@ -27,9 +27,15 @@ type Lab struct {
 	PassingScore     int    // percent of points
 	Setup            string // run as root in the fresh sandbox; admins only
 	Solution         string // solves every task, run as the learner; admins only
-	Tasks            []*Task
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// Machines, when set, are the lab's several sandboxes (e.g. server and
+	// client), each made from the template, on one private segment where
+	// their names resolve; each has its own setup and solution, and each
+	// task says which one its check runs on. Setup and Solution above are
+	// then empty. A lab without Machines has one sandbox.
+	Machines  []Machine
+	Tasks     []*Task
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Task is one thing a learner must get done.
@@ -41,6 +47,20 @@ type Task struct {
 	Hint        string
 	Points      int
 	Check       string // exit 0 means passed; admins only
+	Machine     string // the machine the check runs on (labs with Machines); "" for the lab's one sandbox
+}
+
+// Machine is one of a lab's several sandboxes.
+type Machine struct {
+	Name     string `json:"name" yaml:"name"`                             // its host name, which the others resolve
+	Setup    string `json:"setup,omitempty" yaml:"setup,omitempty"`       // run as root in it before the learner gets it; admins only
+	Solution string `json:"solution,omitempty" yaml:"solution,omitempty"` // typed into its terminal as the learner; admins only
+}
+
+// AttemptMachine is one machine of an attempt and its sandbox.
+type AttemptMachine struct {
+	Name        string `json:"name"`
+	ContainerID *int64 `json:"container_id"` // nil once removed
 }
 
 // MaxPoints is the sum of the tasks' points.
@@ -56,7 +76,10 @@ func (l *Lab) MaxPoints() int {
 type Attempt struct {
 	attempt.Attempt
 	LabID       int64
-	ContainerID *int64 // the sandbox provisioned for it; nil once deleted
+	ContainerID *int64 // the sandbox provisioned for it (a lab's first machine); nil once deleted
+	// Machines are the sandboxes of a lab with several, in the lab's order
+	// (the first is ContainerID too); empty for a lab with one sandbox.
+	Machines    []AttemptMachine
 	Results     []TaskResult
 	Checks      int        // how many times the learner checked
 	LastCheckAt *time.Time // when the last check ended
@@ -66,6 +89,20 @@ type Attempt struct {
 	// SandboxRemovedAt is when the lab removed the sandbox of this ended
 	// attempt, so that it stopped counting against the learner's quotas.
 	SandboxRemovedAt *time.Time
+}
+
+// sandboxIDs are the ids of the attempt's sandboxes that still exist.
+func (a *Attempt) sandboxIDs() []int64 {
+	var ids []int64
+	if a.ContainerID != nil {
+		ids = append(ids, *a.ContainerID)
+	}
+	for _, m := range a.Machines {
+		if m.ContainerID != nil && (a.ContainerID == nil || *m.ContainerID != *a.ContainerID) {
+			ids = append(ids, *m.ContainerID)
+		}
+	}
+	return ids
 }
 
 // TaskResult is how one task fared at a check or at submission.

@@ -128,14 +128,19 @@ func (s *Service) Start(ctx context.Context, a actor.Actor, labID int64) (*Attem
 		return nil, err
 	}
 	s.removeEndedSandboxes(ctx, a.UserID)
-	c, err := s.provision(ctx, a, l)
+	machines, err := s.provision(ctx, a, l, at.ID)
 	if err != nil {
 		if derr := s.store.DeleteAttempt(context.WithoutCancel(ctx), at.ID); derr != nil {
 			s.opt.Log.Warn("could not delete a failed lab attempt", "attempt_id", at.ID, "error", derr.Error())
 		}
 		return nil, err
 	}
-	return s.record(ctx, l, at.ID, activity.LabStarted, func(at *Attempt) { at.ContainerID = &c.ID })
+	return s.record(ctx, l, at.ID, activity.LabStarted, func(at *Attempt) {
+		at.ContainerID = machines[0].ContainerID
+		if len(l.Machines) > 0 {
+			at.Machines = machines
+		}
+	})
 }
 
 // attemptWindow is the span AttemptsPerDay counts starts in.
@@ -201,18 +206,24 @@ func (s *Service) removeEndedSandboxes(ctx context.Context, userID int64) {
 // the attempt as it is now; a failure is logged, and the next start tries
 // again.
 func (s *Service) removeSandbox(ctx context.Context, at *Attempt) *Attempt {
-	if at.ContainerID == nil || at.Open() {
+	ids := at.sandboxIDs()
+	if len(ids) == 0 || at.Open() {
 		return at
 	}
 	ctx = context.WithoutCancel(ctx)
-	err := s.sandboxes.Delete(ctx, actor.User(at.UserID), *at.ContainerID)
-	if err != nil && !errors.Is(err, sandbox.ErrContainerNotFound) {
-		s.opt.Log.Warn("could not remove the sandbox of an ended lab attempt", "attempt_id", at.ID, "container_id", *at.ContainerID, "error", err.Error())
-		return at
+	for _, id := range ids {
+		err := s.sandboxes.Delete(ctx, actor.User(at.UserID), id)
+		if err != nil && !errors.Is(err, sandbox.ErrContainerNotFound) {
+			s.opt.Log.Warn("could not remove the sandbox of an ended lab attempt", "attempt_id", at.ID, "container_id", id, "error", err.Error())
+			return at
+		}
 	}
 	now := s.now()
 	removed, err := s.store.UpdateAttempt(ctx, at.ID, func(at *Attempt) error {
 		at.ContainerID, at.SandboxRemovedAt = nil, &now
+		for i := range at.Machines {
+			at.Machines[i].ContainerID = nil
+		}
 		return nil
 	})
 	if err != nil {
@@ -241,32 +252,66 @@ func (s *Service) record(ctx context.Context, l *Lab, id int64, kind activity.Ki
 	return out, err
 }
 
-// provision makes the attempt's sandbox and runs the setup script in it.
-func (s *Service) provision(ctx context.Context, a actor.Actor, l *Lab) (*sandbox.Container, error) {
-	c, err := s.sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: l.TemplateID, Name: sandbox.FitName("Lab: " + l.Title)})
-	if errs.Is(err, errs.Invalid) {
-		// The lab names a template that is gone: the lab's fault, not the learner's.
-		return nil, errs.E(errs.Conflict, "This laboratory's sandbox template is missing: an admin must fix the laboratory")
+// provision makes the attempt's sandbox, or a lab's machines on a private
+// segment of the attempt's own, and runs the setups in them: the machines
+// are returned in the lab's order (one unnamed for a lab of one sandbox).
+// If any step fails, the sandboxes made are deleted.
+func (s *Service) provision(ctx context.Context, a actor.Actor, l *Lab, attemptID int64) ([]AttemptMachine, error) {
+	machines := l.Machines
+	if len(machines) == 0 {
+		machines = []Machine{{Setup: l.Setup}}
 	}
-	if err != nil {
+	made := make([]*sandbox.Container, 0, len(machines))
+	fail := func(err error) ([]AttemptMachine, error) {
+		for _, c := range made {
+			if derr := s.sandboxes.Delete(context.WithoutCancel(ctx), a, c.ID); derr != nil {
+				s.opt.Log.Warn("could not delete the sandbox of a failed lab start", "container_id", c.ID, "error", derr.Error())
+			}
+		}
 		return nil, err
 	}
-	if l.Setup == "" {
-		return c, nil
+	for _, m := range machines {
+		n := sandbox.NewContainer{TemplateID: l.TemplateID, Name: sandbox.FitName("Lab: " + l.Title)}
+		if m.Name != "" {
+			n.Name = sandbox.FitName("Lab: " + m.Name + " · " + l.Title)
+			n.Hostname, n.Segment = m.Name, fmt.Sprintf("lab%d", attemptID)
+		}
+		c, err := s.sandboxes.Create(ctx, a, n)
+		if errs.Is(err, errs.Invalid) {
+			// The lab names a template that is gone: the lab's fault, not the learner's.
+			return fail(errs.E(errs.Conflict, "This laboratory's sandbox template is missing: an admin must fix the laboratory"))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		made = append(made, c)
 	}
-	ran, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Setup, AsRoot: true, Timeout: s.opt.SetupTimeout})
+	// Machines boot side by side; each setup waits for its own.
+	for i, m := range machines {
+		if err := s.setUp(ctx, l, made[i], m.Setup); err != nil {
+			return fail(err)
+		}
+	}
+	out := make([]AttemptMachine, len(made))
+	for i, c := range made {
+		out[i] = AttemptMachine{Name: machines[i].Name, ContainerID: &c.ID}
+	}
+	return out, nil
+}
+
+// setUp runs a setup script as root in c; a script that fails is the lab's
+// fault, said without its output.
+func (s *Service) setUp(ctx context.Context, l *Lab, c *sandbox.Container, script string) error {
+	if script == "" {
+		return nil
+	}
+	ran, err := s.sandboxes.ExecIn(ctx, c, sandbox.Script{Text: script, AsRoot: true, Timeout: s.opt.SetupTimeout})
 	if err == nil && !ran[0].OK() {
 		s.opt.Log.Error("laboratory setup failed", "lab_id", l.ID, "result", ran[0].String(), "stderr", ran[0].Stderr)
 		err = &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
 			Detail: "This laboratory could not be prepared (its setup failed): try again later, and tell an admin if it persists"}
 	}
-	if err != nil {
-		if derr := s.sandboxes.Delete(context.WithoutCancel(ctx), a, c.ID); derr != nil {
-			s.opt.Log.Warn("could not delete the sandbox of a failed lab start", "container_id", c.ID, "error", derr.Error())
-		}
-		return nil, err
-	}
-	return c, nil
+	return err
 }
 
 // Check runs every task's check in the actor's open attempt now, without
@@ -342,14 +387,16 @@ func (s *Service) checkRunning(at *Attempt, now time.Time) error {
 
 // checkAttempt runs the checks of an open attempt in its sandbox.
 func (s *Service) checkAttempt(ctx context.Context, a actor.Actor, l *Lab, at *Attempt) ([]TaskResult, error) {
-	c, err := s.attemptSandbox(ctx, a, at)
+	boxes, err := s.attemptSandboxes(ctx, at)
 	if err != nil {
 		return nil, err
 	}
-	if c == nil {
-		return nil, errs.E(errs.Conflict, "This attempt's sandbox no longer exists: submit to end the attempt, then start the laboratory again")
+	for _, c := range boxes {
+		if c == nil {
+			return nil, errs.E(errs.Conflict, "This attempt's sandbox no longer exists: submit to end the attempt, then start the laboratory again")
+		}
 	}
-	results, _, err := s.runChecks(ctx, l, c)
+	results, _, err := s.runChecks(ctx, l, boxes)
 	return results, err
 }
 
@@ -394,28 +441,34 @@ func (s *Service) claimGrading(at *Attempt, now time.Time) error {
 // grade runs the checks of a claimed attempt. A sandbox that no longer
 // exists fails every task rather than keeping the attempt open for good.
 func (s *Service) grade(ctx context.Context, a actor.Actor, l *Lab, at *Attempt) ([]TaskResult, int, error) {
-	c, err := s.attemptSandbox(ctx, a, at)
+	boxes, err := s.attemptSandboxes(ctx, at)
 	if err != nil {
 		return nil, 0, err
 	}
-	if c == nil {
-		results := make([]TaskResult, len(l.Tasks))
-		for i, t := range l.Tasks {
-			results[i] = TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title, ExitCode: -1,
-				Feedback: []string{"The sandbox of this attempt no longer exists"}}
-		}
-		return results, 0, nil
-	}
-	return s.runChecks(ctx, l, c)
+	return s.runChecks(ctx, l, boxes)
 }
 
-// attemptSandbox returns the attempt's sandbox, started if it was stopped
-// (the idle stop may have stopped it), or nil when it no longer exists.
-func (s *Service) attemptSandbox(ctx context.Context, a actor.Actor, at *Attempt) (*sandbox.Container, error) {
-	if at.ContainerID == nil {
-		return nil, nil
+// attemptSandboxes returns the attempt's sandboxes by machine name ("" for a
+// lab of one sandbox), each started if it was stopped (the idle stop may
+// have stopped it), or nil for one that no longer exists.
+func (s *Service) attemptSandboxes(ctx context.Context, at *Attempt) (map[string]*sandbox.Container, error) {
+	machines := at.Machines
+	if len(machines) == 0 {
+		machines = []AttemptMachine{{ContainerID: at.ContainerID}}
 	}
-	return s.sandboxes.Resume(ctx, actor.User(at.UserID), *at.ContainerID)
+	out := make(map[string]*sandbox.Container, len(machines))
+	for _, m := range machines {
+		out[m.Name] = nil
+		if m.ContainerID == nil {
+			continue
+		}
+		c, err := s.sandboxes.Resume(ctx, actor.User(at.UserID), *m.ContainerID)
+		if err != nil {
+			return nil, err
+		}
+		out[m.Name] = c
+	}
+	return out, nil
 }
 
 // runChecks runs each task's check in c, in turn, and returns the results
@@ -424,19 +477,37 @@ func (s *Service) attemptSandbox(ctx context.Context, a actor.Actor, at *Attempt
 // it is spent fail as not checked) and in kept output by checkOutputBudget
 // (each script's cap is its share of what is left), and its scripts run at a
 // lower CPU priority than the learner's own work.
-func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) ([]TaskResult, int, error) {
-	checks := make([]sandbox.Script, len(l.Tasks))
-	for i, t := range l.Tasks {
-		checks[i] = sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap, Nice: checkNice}
-	}
-	ran, err := s.sandboxes.CheckInBudget(ctx, c, sandbox.Budget{Time: s.opt.CheckBudget, Output: checkOutputBudget, MinOutput: minOutputCap}, checks...)
-	if err != nil {
-		return nil, 0, err
+func (s *Service) runChecks(ctx context.Context, l *Lab, boxes map[string]*sandbox.Container) ([]TaskResult, int, error) {
+	ran := make([]*sandbox.Result, len(l.Tasks))
+	for _, name := range machineNames(l) {
+		var idx []int
+		var checks []sandbox.Script
+		for i, t := range l.Tasks {
+			if t.Machine == name {
+				idx = append(idx, i)
+				checks = append(checks, sandbox.Script{Text: t.Check, AsRoot: true, Timeout: s.opt.CheckTimeout, OutputCap: checkOutputCap, Nice: checkNice})
+			}
+		}
+		c := boxes[name]
+		if len(checks) == 0 || c == nil {
+			continue // a sandbox that no longer exists fails its tasks below
+		}
+		res, err := s.sandboxes.CheckInBudget(ctx, c, sandbox.Budget{Time: s.opt.CheckBudget, Output: checkOutputBudget, MinOutput: minOutputCap}, checks...)
+		if err != nil {
+			return nil, 0, err
+		}
+		for j, i := range idx {
+			ran[i] = res[j]
+		}
 	}
 	results, points := attempt.Tally(len(l.Tasks), func(i int) (TaskResult, int) {
 		t, res := l.Tasks[i], ran[i]
 		r := TaskResult{TaskID: t.ID, Position: t.Position, Title: t.Title}
-		if res.Skipped {
+		switch {
+		case res == nil:
+			r.ExitCode, r.Feedback = -1, []string{"The sandbox of this attempt no longer exists"}
+			return r, 0
+		case res.Skipped:
 			r.ExitCode, r.TimedOut, r.Feedback = -1, true, []string{notChecked}
 			return r, 0
 		}
@@ -448,6 +519,19 @@ func (s *Service) runChecks(ctx context.Context, l *Lab, c *sandbox.Container) (
 		return r, r.Points
 	})
 	return results, points, nil
+}
+
+// machineNames are the names of l's machines in order, or the one unnamed
+// sandbox of a lab without machines.
+func machineNames(l *Lab) []string {
+	if len(l.Machines) == 0 {
+		return []string{""}
+	}
+	names := make([]string, len(l.Machines))
+	for i, m := range l.Machines {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // notChecked is the feedback of a task whose check the budget left no time for.

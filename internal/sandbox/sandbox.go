@@ -66,6 +66,7 @@ type Container struct {
 	UserID         int64
 	TemplateID     int64
 	Kind           Kind // the template's kind when it was made: which runtime holds it
+	Segment        string // the private segment it shares with others (a lab's machines); "" for none
 	Name           string
 	EngineID       string // empty until the engine made it
 	Status         Status

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,7 +244,17 @@ func (s *Service) Templates(ctx context.Context) ([]*Template, error) {
 type NewContainer struct {
 	TemplateID int64
 	Name       string // defaults to the template's name
+	// Hostname is the sandbox's host name ("" for tuxlab's default).
+	Hostname string
+	// Segment, for machines, names a private segment the sandbox shares
+	// with the others created with the same Segment (a lab attempt's
+	// machines), where their host names resolve; "" for none. The segment
+	// goes with the last of them.
+	Segment string
 }
+
+// segmentPattern is what a segment's key may be: a short name tuxlab makes.
+var segmentPattern = regexp.MustCompile(`^[a-z0-9-]{1,24}$`)
 
 // MaxNameLen bounds a container name.
 const MaxNameLen = 64
@@ -284,6 +295,12 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	if utf8.RuneCountInString(n.Name) > MaxNameLen || strings.ContainsAny(n.Name, "\r\n\t") {
 		return nil, errs.Field([]any{"name"}, "Name must be one line of at most 64 characters", "string_too_long")
 	}
+	if n.Hostname != "" && !segmentPattern.MatchString(n.Hostname) {
+		return nil, errs.Field([]any{"hostname"}, "A host name is lower-case letters, digits and dashes", "value_error")
+	}
+	if n.Segment != "" && (t.Kind != KindMachine || !segmentPattern.MatchString(n.Segment)) {
+		return nil, errs.E(errs.Conflict, "Only machines share a private segment: this template makes containers")
+	}
 	// The learner's own quota answers first (409); the host-wide cap (503) is
 	// the platform's problem, not the learner's. The transaction below checks
 	// the quota again, authoritatively.
@@ -306,7 +323,7 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 		return nil, err
 	}
 	now := s.now()
-	c := &Container{UserID: a.UserID, TemplateID: t.ID, Kind: t.Kind, Name: n.Name, Status: StatusCreating,
+	c := &Container{UserID: a.UserID, TemplateID: t.ID, Kind: t.Kind, Segment: n.Segment, Name: n.Name, Status: StatusCreating,
 		CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(s.opt.MaxLifetime)}
 	err = s.store.CreateContainer(ctx, c, func(existing []*Container, running int) error {
 		if err := s.checkUserQuota(existing); err != nil {
@@ -317,7 +334,7 @@ func (s *Service) Create(ctx context.Context, a actor.Actor, n NewContainer) (*C
 	if err != nil {
 		return nil, err
 	}
-	engineID, err := s.provision(ctx, rt, t, c)
+	engineID, err := s.provision(ctx, rt, t, c, n.Hostname)
 	if err != nil {
 		s.discard(context.WithoutCancel(ctx), rt, c.ID, engineID)
 		return nil, err
@@ -421,15 +438,27 @@ func (s *Service) checkHostRunning(n int) error {
 }
 
 // provision creates and starts the engine container of row c.
-func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container) (string, error) {
-	if engineID, ok, err := s.adoptPooled(ctx, rt, t, c); ok {
-		return engineID, err
+func (s *Service) provision(ctx context.Context, rt Runtime, t *Template, c *Container, hostname string) (string, error) {
+	if hostname == "" && c.Segment == "" {
+		if engineID, ok, err := s.adoptPooled(ctx, rt, t, c); ok {
+			return engineID, err
+		}
 	}
 	spec, err := s.engineSpec(ctx, rt, t, c)
 	if err != nil {
 		return "", err
 	}
-	if t.Network {
+	if hostname != "" {
+		spec.Hostname = hostname
+	}
+	if c.Segment != "" {
+		spec.Network = s.segmentNetwork(c.Segment)
+		if err := rt.EnsureNetwork(ctx, spec.Network, map[string]string{
+			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
+		}); err != nil {
+			return "", err
+		}
+	} else if t.Network {
 		if err := rt.EnsureNetwork(ctx, s.userNetwork(c.UserID, c.Kind), map[string]string{
 			LabelManaged: "true", LabelInstance: s.instance, LabelUser: strconv.FormatInt(c.UserID, 10),
 		}); err != nil {
@@ -822,6 +851,14 @@ func (s *Service) remove(ctx context.Context, c *Container) error {
 		return err
 	}
 	s.dropUserNetwork(ctx, c.UserID, c.Kind)
+	if c.Segment != "" {
+		// The runtime keeps a segment another sandbox still uses.
+		if rt, err := s.rtFor(c.Kind); err == nil {
+			if err := rt.RemoveNetwork(ctx, s.segmentNetwork(c.Segment)); err != nil {
+				s.opt.Log.Warn("could not remove a private segment", "segment", c.Segment, "error", err.Error())
+			}
+		}
+	}
 	return nil
 }
 
@@ -834,6 +871,11 @@ func (s *Service) userNetwork(userID int64, k Kind) string {
 		return fmt.Sprintf("%s-%s-m%d", s.opt.Network, s.instance[:8], userID)
 	}
 	return fmt.Sprintf("%s-%s-u%d", s.opt.Network, s.instance[:8], userID)
+}
+
+// segmentNetwork is the runtime's name of private segment key.
+func (s *Service) segmentNetwork(key string) string {
+	return fmt.Sprintf("%s-%s-%s", s.opt.Network, s.instance[:8], key)
 }
 
 // dropUserNetwork removes a learner's network once none of their sandboxes

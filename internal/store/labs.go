@@ -25,24 +25,31 @@ var _ lab.Store = (*LabStore)(nil)
 
 const (
 	labColumns = `id, slug, module_id, template_id, title, description, time_limit_minutes, passing_score,
-	setup_script, solution, created_at, updated_at`
-	taskColumns       = `id, lab_id, position, title, description, hint, points, check_script`
+	setup_script, solution, created_at, updated_at, machines`
+	taskColumns       = `id, lab_id, position, title, description, hint, points, check_script, machine`
 	labAttemptColumns = `id, lab_id, user_id, container_id, status, started_at, expires_at, finished_at, grading_since,
-	points, max_points, score, passed, results, checks, last_check_at, checking_since, sandbox_removed_at`
+	points, max_points, score, passed, results, checks, last_check_at, checking_since, sandbox_removed_at, machines`
 )
 
 func scanLab(row scanner) (*lab.Lab, error) {
 	var (
-		l      lab.Lab
-		module sql.NullInt64
+		l        lab.Lab
+		module   sql.NullInt64
+		machines string
 	)
 	err := row.Scan(&l.ID, &l.Slug, &module, &l.TemplateID, &l.Title, &l.Description, &l.TimeLimitMinutes, &l.PassingScore,
-		&l.Setup, &l.Solution, &l.CreatedAt, &l.UpdatedAt)
+		&l.Setup, &l.Solution, &l.CreatedAt, &l.UpdatedAt, &machines)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lab.ErrLabNotFound
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(machines), &l.Machines); err != nil {
+		return nil, fmt.Errorf("lab %d machines: %w", l.ID, err)
+	}
+	if len(l.Machines) == 0 {
+		l.Machines = nil
 	}
 	l.ModuleID = nullInt(module)
 	l.CreatedAt, l.UpdatedAt = l.CreatedAt.UTC(), l.UpdatedAt.UTC()
@@ -57,7 +64,7 @@ type taskRow struct {
 
 func scanTask(row scanner) (taskRow, error) {
 	t := taskRow{Task: &lab.Task{}}
-	err := row.Scan(&t.ID, &t.labID, &t.Position, &t.Title, &t.Description, &t.Hint, &t.Points, &t.Check)
+	err := row.Scan(&t.ID, &t.labID, &t.Position, &t.Title, &t.Description, &t.Hint, &t.Points, &t.Check, &t.Machine)
 	return t, err
 }
 
@@ -66,10 +73,10 @@ func scanLabAttempt(row scanner) (*lab.Attempt, error) {
 		a                                            lab.Attempt
 		container                                    sql.NullInt64
 		finished, grading, lastCk, checking, removed sql.NullTime
-		results                                      string
+		results, machines                            string
 	)
 	err := row.Scan(&a.ID, &a.LabID, &a.UserID, &container, &a.Status, &a.StartedAt, &a.ExpiresAt, &finished, &grading,
-		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &results, &a.Checks, &lastCk, &checking, &removed)
+		&a.Points, &a.MaxPoints, &a.Score, &a.Passed, &results, &a.Checks, &lastCk, &checking, &removed, &machines)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lab.ErrAttemptNotFound
 	}
@@ -78,6 +85,12 @@ func scanLabAttempt(row scanner) (*lab.Attempt, error) {
 	}
 	if err := json.Unmarshal([]byte(results), &a.Results); err != nil {
 		return nil, fmt.Errorf("lab attempt %d results: %w", a.ID, err)
+	}
+	if err := json.Unmarshal([]byte(machines), &a.Machines); err != nil {
+		return nil, fmt.Errorf("lab attempt %d machines: %w", a.ID, err)
+	}
+	if len(a.Machines) == 0 {
+		a.Machines = nil
 	}
 	a.ContainerID = nullInt(container)
 	a.StartedAt, a.ExpiresAt = a.StartedAt.UTC(), a.ExpiresAt.UTC()
@@ -177,9 +190,9 @@ var errMissingReference = errs.E(errs.Conflict, "The module or sandbox template 
 func (s *LabStore) CreateLab(ctx context.Context, l *lab.Lab) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO labs (slug, module_id, template_id, title, description, time_limit_minutes,
-			passing_score, setup_script, solution, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+			passing_score, setup_script, solution, created_at, updated_at, machines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
 			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
-			l.CreatedAt.UTC(), l.UpdatedAt.UTC()).Scan(&l.ID)
+			l.CreatedAt.UTC(), l.UpdatedAt.UTC(), resultsJSON(l.Machines)).Scan(&l.ID)
 		if err != nil {
 			return labConflict(err)
 		}
@@ -191,9 +204,9 @@ func (s *LabStore) CreateLab(ctx context.Context, l *lab.Lab) error {
 func (s *LabStore) UpdateLab(ctx context.Context, l *lab.Lab) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE labs SET slug = $1, module_id = $2, template_id = $3, title = $4, description = $5,
-			time_limit_minutes = $6, passing_score = $7, setup_script = $8, solution = $9, updated_at = $10 WHERE id = $11`,
+			time_limit_minutes = $6, passing_score = $7, setup_script = $8, solution = $9, updated_at = $10, machines = $11 WHERE id = $12`,
 			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
-			l.UpdatedAt.UTC(), l.ID)
+			l.UpdatedAt.UTC(), resultsJSON(l.Machines), l.ID)
 		if err != nil {
 			return labConflict(err)
 		}
@@ -215,14 +228,14 @@ func writeTasks(ctx context.Context, tx *sql.Tx, labID int64, old []taskRow, tas
 		t.Position = i
 		if i < len(old) {
 			t.ID = old[i].ID
-			if _, err := tx.ExecContext(ctx, `UPDATE lab_tasks SET title = $1, description = $2, hint = $3, points = $4, check_script = $5
-				WHERE id = $6`, t.Title, t.Description, t.Hint, t.Points, t.Check, t.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE lab_tasks SET title = $1, description = $2, hint = $3, points = $4, check_script = $5,
+				machine = $6 WHERE id = $7`, t.Title, t.Description, t.Hint, t.Points, t.Check, t.Machine, t.ID); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := tx.QueryRowContext(ctx, `INSERT INTO lab_tasks (lab_id, position, title, description, hint, points, check_script)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, labID, i, t.Title, t.Description, t.Hint, t.Points, t.Check).Scan(&t.ID); err != nil {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO lab_tasks (lab_id, position, title, description, hint, points, check_script, machine)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, labID, i, t.Title, t.Description, t.Hint, t.Points, t.Check, t.Machine).Scan(&t.ID); err != nil {
 			return err
 		}
 	}
@@ -278,8 +291,9 @@ func (s *LabStore) CreateAttempt(ctx context.Context, a *lab.Attempt, since time
 			return err
 		}
 		err = tx.QueryRowContext(ctx, `INSERT INTO lab_attempts (lab_id, user_id, container_id, status, started_at, expires_at,
-			max_points, results) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			a.LabID, a.UserID, intArg(a.ContainerID), a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints, resultsJSON(a.Results)).Scan(&a.ID)
+			max_points, results, machines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			a.LabID, a.UserID, intArg(a.ContainerID), a.Status, a.StartedAt.UTC(), a.ExpiresAt.UTC(), a.MaxPoints, resultsJSON(a.Results),
+			resultsJSON(a.Machines)).Scan(&a.ID)
 		if errors.Is(translate(err), ErrUnique) {
 			return attempt.ErrOpen
 		}
@@ -310,7 +324,9 @@ func (s *LabStore) FindOpenAttempt(ctx context.Context, labID, userID int64) (*l
 func (s *LabStore) FindAttempts(ctx context.Context, f lab.AttemptFilter) ([]*lab.Attempt, error) {
 	q := `SELECT ` + labAttemptColumns + ` FROM lab_attempts WHERE user_id = $1`
 	if f.WithSandbox {
-		q += ` AND container_id IS NOT NULL`
+		// A lab's machines may outlive its first (a learner deleted it):
+		// they are held until the lab records their removal.
+		q += ` AND (container_id IS NOT NULL OR (machines <> '[]' AND sandbox_removed_at IS NULL))`
 	}
 	return queryAll(ctx, s.q(ctx), scanLabAttempt, q+` ORDER BY id`, f.UserID)
 }
@@ -328,9 +344,10 @@ func (s *LabStore) UpdateAttempt(ctx context.Context, id int64, change func(*lab
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE lab_attempts SET container_id = $1, status = $2, finished_at = $3, grading_since = $4,
 			points = $5, max_points = $6, score = $7, passed = $8, results = $9, checks = $10, last_check_at = $11,
-			checking_since = $12, sandbox_removed_at = $13 WHERE id = $14`,
+			checking_since = $12, sandbox_removed_at = $13, machines = $14 WHERE id = $15`,
 			intArg(a.ContainerID), a.Status, timeArg(a.FinishedAt), timeArg(a.GradingSince), a.Points, a.MaxPoints, a.Score, a.Passed,
-			resultsJSON(a.Results), a.Checks, timeArg(a.LastCheckAt), timeArg(a.CheckingSince), timeArg(a.SandboxRemovedAt), a.ID)
+			resultsJSON(a.Results), a.Checks, timeArg(a.LastCheckAt), timeArg(a.CheckingSince), timeArg(a.SandboxRemovedAt),
+			resultsJSON(a.Machines), a.ID)
 		out = a
 		return err
 	})

@@ -139,7 +139,7 @@ func (s *SandboxStore) DeleteTemplate(ctx context.Context, id int64) error {
 	})
 }
 
-const containerColumns = `id, user_id, template_id, kind, name, engine_id, status, status_detail, created_at, started_at, stopped_at,
+const containerColumns = `id, user_id, template_id, kind, segment, name, engine_id, status, status_detail, created_at, started_at, stopped_at,
 	expires_at, last_activity_at`
 
 // kindOf is k as stored: a container unless it says otherwise.
@@ -155,7 +155,7 @@ func scanContainer(row scanner) (*sandbox.Container, error) {
 		c                sandbox.Container
 		started, stopped sql.NullTime
 	)
-	err := row.Scan(&c.ID, &c.UserID, &c.TemplateID, &c.Kind, &c.Name, &c.EngineID, &c.Status, &c.StatusDetail, &c.CreatedAt,
+	err := row.Scan(&c.ID, &c.UserID, &c.TemplateID, &c.Kind, &c.Segment, &c.Name, &c.EngineID, &c.Status, &c.StatusDetail, &c.CreatedAt,
 		&started, &stopped, &c.ExpiresAt, &c.LastActivityAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sandbox.ErrContainerNotFound
@@ -201,10 +201,10 @@ func (s *SandboxStore) CreateContainer(ctx context.Context, c *sandbox.Container
 		}
 		c.Kind = kindOf(c.Kind)
 		return tx.QueryRowContext(ctx, `INSERT INTO containers (user_id, template_id, name, engine_id, status, status_detail,
-			created_at, started_at, stopped_at, expires_at, last_activity_at, kind)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			created_at, started_at, stopped_at, expires_at, last_activity_at, kind, segment)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
 			c.UserID, c.TemplateID, c.Name, c.EngineID, c.Status, c.StatusDetail, c.CreatedAt.UTC(), timeArg(c.StartedAt),
-			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC(), c.Kind).Scan(&c.ID)
+			timeArg(c.StoppedAt), c.ExpiresAt.UTC(), c.LastActivityAt.UTC(), c.Kind, c.Segment).Scan(&c.ID)
 	})
 }
 

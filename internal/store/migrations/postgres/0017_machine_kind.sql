@@ -5,3 +5,12 @@
 ALTER TABLE sandbox_templates ADD COLUMN kind TEXT NOT NULL DEFAULT 'container';
 ALTER TABLE sandbox_templates ADD COLUMN extra_disks_mb TEXT NOT NULL DEFAULT '[]'; -- JSON array of MiB
 ALTER TABLE containers ADD COLUMN kind TEXT NOT NULL DEFAULT 'container';
+-- A sandbox on a private segment shared with others (a lab's machines):
+-- the segment's key, so the segment goes with its last sandbox.
+ALTER TABLE containers ADD COLUMN segment TEXT NOT NULL DEFAULT '';
+-- Labs of several machines: the machines (name, setup, solution: JSON,
+-- admins only), the machine each task's check runs on, and each attempt's
+-- machines with their sandboxes (JSON [{"name", "container_id"}]).
+ALTER TABLE labs ADD COLUMN machines TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE lab_tasks ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+ALTER TABLE lab_attempts ADD COLUMN machines TEXT NOT NULL DEFAULT '[]';

@@ -148,3 +148,103 @@ func hasControl(tc *apitest.Terminal, typ, words string) bool {
 	}
 	return false
 }
+
+// TestLabOfTwoMachines: a lab declares a server and a client; a start makes
+// both on a private segment of the attempt's own, each with its host name,
+// the client resolving the server's; a task checked on the client fails
+// until the learner enables SSH on the server, through the server's
+// terminal; submitting removes both machines. Lab validation refuses
+// machines a lab cannot have.
+func TestLabOfTwoMachines(t *testing.T) {
+	t.Parallel()
+	apitest.RequireMachines(t)
+	e := apitest.New(t, "sqlite")
+	admin := e.CreateUser("root", auth.RoleAdmin)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var machine int64
+	for _, x := range templatesOf(t, e) {
+		if x.Name == sandbox.MachineTemplateName {
+			machine = x.ID
+		}
+	}
+	// Checked on the client, against the server: the client resolves the
+	// server by name and connects to its port 22.
+	check := "#!/bin/bash\n# two-machines-check-secret\nip=$(getent hosts server | awk '{print $1; exit}')\n" +
+		"[ -n \"$ip\" ] || { echo 'FAIL: the client cannot resolve the name server'; exit 1; }\n" +
+		"timeout 5 bash -c \"exec 3<>/dev/tcp/$ip/22\" 2>/dev/null || { echo 'FAIL: nothing answers on the server port 22'; exit 1; }\n"
+	hostCheck := "#!/bin/sh\n[ \"$(hostname)\" = client ] || { echo 'FAIL: not the client'; exit 1; }\n"
+	apitest.RegisterSecret(check, "a check of the two-machine lab")
+	body := map[string]any{
+		"description": "SSH from one machine to another.",
+		"machines":    []map[string]any{{"name": "server", "solution": "sudo systemctl enable --now ssh"}, {"name": "client"}},
+		"tasks": []map[string]any{
+			{"title": "The client reaches the server's SSH", "machine": "client", "check": check},
+			{"title": "Checked on the client", "machine": "client", "check": hostCheck},
+		},
+	}
+	for _, bad := range []struct {
+		machines []map[string]any
+		task     string
+		loc      string
+	}{
+		{[]map[string]any{{"name": "only"}}, "only", "body.machines"},
+		{[]map[string]any{{"name": "a"}, {"name": "a"}}, "a", "body.machines.1.name"},
+		{[]map[string]any{{"name": "Server!"}, {"name": "b"}}, "b", "body.machines.0.name"},
+		{[]map[string]any{{"name": "a"}, {"name": "b"}}, "c", "body.tasks.0.machine"},
+	} {
+		b := map[string]any{"machines": bad.machines, "tasks": []map[string]any{{"title": "x", "machine": bad.task, "check": hostCheck}}}
+		r := post(e, admin.Token, fmt.Sprintf("/api/admin/laboratories?slug=bad&title=Bad&template_id=%d", machine), b).Expect(t, 422)
+		if got := strings.Join(locs(t, r), ","); !strings.Contains(got, bad.loc) {
+			t.Errorf("%v: locs %s, want %s", bad.machines, got, bad.loc)
+		}
+	}
+	labID := createLab(t, e, admin, fmt.Sprintf("slug=two&title=Two+machines&template_id=%d&time_limit_minutes=60", machine), body)
+
+	var at struct {
+		labAttemptBody
+		Machines []struct {
+			Name        string  `json:"name"`
+			ContainerID *int64  `json:"container_id"`
+			TerminalURL *string `json:"terminal_url"`
+		} `json:"machines"`
+	}
+	post(e, u.Token, fmt.Sprintf("/api/laboratories/%d/start", labID), nil).Expect(t, 201).JSON(t, &at)
+	if len(at.Machines) != 2 || at.Machines[0].Name != "server" || at.Machines[1].Name != "client" ||
+		at.ContainerID == nil || *at.ContainerID != *at.Machines[0].ContainerID {
+		t.Fatalf("attempt machines: %+v", at)
+	}
+	checkPath := fmt.Sprintf("/api/laboratories/%d/check", labID)
+	var checked labAttemptBody
+	post(e, u.Token, checkPath, nil).Expect(t, 200).JSON(t, &checked)
+	if checked.Tasks[0].Passed || strings.Join(checked.Tasks[0].Feedback, " ") != "nothing answers on the server port 22" || !checked.Tasks[1].Passed {
+		t.Fatalf("fresh check: %+v", checked.Tasks)
+	}
+
+	tc := e.OpenTerminal(t, *at.Machines[0].TerminalURL, u.Token, 120, 40)
+	awaitPrompt(t, tc)
+	if got := machineRuns(t, tc, "hostname; getent hosts client | wc -l"); got != "server\r\n1" && got != "server\n1" {
+		t.Errorf("the server's name and its view of the client: %q", got)
+	}
+	machineRuns(t, tc, "sudo systemctl enable --now ssh")
+	tc.Hangup()
+
+	eventually(t, time.Minute, "the check interval", func() bool {
+		r := post(e, u.Token, checkPath, nil)
+		if r.Status != 200 {
+			return false
+		}
+		r.JSON(t, &checked)
+		return true
+	})
+	if !checked.Tasks[0].Passed {
+		t.Fatalf("solved, the cross-machine check: %+v", checked.Tasks)
+	}
+	var done labAttemptBody
+	post(e, u.Token, fmt.Sprintf("/api/laboratories/%d/submit", labID), nil).Expect(t, 200).JSON(t, &done)
+	if !done.Passed || done.SandboxRemovedAt == nil {
+		t.Fatalf("submitted: %+v", done)
+	}
+	for _, m := range at.Machines {
+		e.Get(fmt.Sprintf("/api/containers/%d", *m.ContainerID), u.Token).Expect(t, http.StatusNotFound)
+	}
+}

@@ -65,7 +65,7 @@ type Container struct {
 	ID             int64
 	UserID         int64
 	TemplateID     int64
-	Kind           Kind // the template's kind when it was made: which runtime holds it
+	Kind           Kind   // the template's kind when it was made: which runtime holds it
 	Segment        string // the private segment it shares with others (a lab's machines); "" for none
 	Name           string
 	EngineID       string // empty until the engine made it

@@ -34,6 +34,7 @@ export async function render(ctx) {
     const result = h("div", { class: "task-result", "aria-live": "polite" });
     const li = h("li", { class: "task", dataset: { taskId: t.id } },
       h("h3", null, h("span", { class: "badge", "aria-hidden": "true" }, String(i + 1)), t.title, h("span", { class: "pts" }, `${t.points} pt`)),
+      t.machine ? h("p", { class: "muted machine-of-task" }, `Checked on the machine ${t.machine}`) : null,
       rendered(t.description_html),
       t.hint_html ? h("details", null, h("summary", null, "Hint"), rendered(t.hint_html)) : null,
       result);
@@ -47,8 +48,14 @@ export async function render(ctx) {
     actions, status,
     h("ol", { class: "tasks" }, taskItems.map((x) => x.li)));
   const termBox = h("div", { class: "term-box" }, h("div", { class: "term-placeholder" },
-    h("p", null, "Start the laboratory to get its sandbox: the setup prepares it for the tasks.")));
-  const layout = split(ctx, left, termBox, ["Tasks", "Terminal"]);
+    h("p", null, lab.machines.length
+      ? `Start the laboratory to get its machines (${lab.machines.map((m) => m.name).join(", ")}): the setup prepares them for the tasks.`
+      : "Start the laboratory to get its sandbox: the setup prepares it for the tasks.")));
+  // A lab of several machines: one terminal at a time, picked by its tab.
+  const tabs = h("div", { class: "machine-tabs", role: "tablist", "aria-label": "Machines", hidden: true });
+  let machine = 0;
+  const termArea = h("div", { class: "term-area" }, tabs, termBox);
+  const layout = split(ctx, left, termArea, ["Tasks", "Terminal"]);
 
   function showResults(a) {
     const byTask = new Map((a.tasks || []).map((r) => [r.task_id, r]));
@@ -96,12 +103,32 @@ export async function render(ctx) {
   // nothing left to show.
   function closeTerminal() {
     if (panel) { panel.dispose(); panel = null; }
+    tabs.hidden = true;
     clear(termBox, h("div", { class: "term-placeholder" }, h("p", null, sandboxRemoved)));
   }
 
+  function drawTabs(a) {
+    const ms = a.machines || [];
+    tabs.hidden = ms.length === 0;
+    clear(tabs, ms.map((m, i) => {
+      const b = h("button", { type: "button", role: "tab", class: "machine-tab", "aria-selected": String(i === machine) }, m.name);
+      b.addEventListener("click", () => {
+        if (i === machine) return;
+        machine = i;
+        if (panel) { panel.dispose(); panel = null; }
+        openTerminal(a);
+        panel && panel.focus();
+      });
+      return b;
+    }));
+  }
+
   function openTerminal(a) {
-    if (panel || !a.container_id) return;
-    panel = new TerminalPanel(termBox, { getSandbox: (say) => containerById(a.container_id, say), title: "Laboratory sandbox" }).start();
+    drawTabs(a);
+    const m = (a.machines || [])[machine];
+    const cid = m ? m.container_id : a.container_id;
+    if (panel || !cid) return;
+    panel = new TerminalPanel(termBox, { getSandbox: (say) => containerById(cid, say), title: m ? `Machine ${m.name}` : "Laboratory sandbox" }).start();
   }
 
   function adopt(a, res) {

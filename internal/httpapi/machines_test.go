@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -246,5 +247,58 @@ func TestLabOfTwoMachines(t *testing.T) {
 	}
 	for _, m := range at.Machines {
 		e.Get(fmt.Sprintf("/api/containers/%d", *m.ContainerID), u.Token).Expect(t, http.StatusNotFound)
+	}
+}
+
+// TestMachinesReconciled: what a crash of tuxlab leaves is put right by the
+// reconciliation a start runs: a machine whose row is gone (tuxlab killed
+// between the two) is removed with its QEMU process and files, and a row
+// whose QEMU was killed shows stopped with why, and starts again.
+func TestMachinesReconciled(t *testing.T) {
+	t.Parallel()
+	apitest.RequireMachines(t)
+	e := apitest.New(t, "sqlite")
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var machine int64
+	for _, x := range templatesOf(t, e) {
+		if x.Name == sandbox.MachineTemplateName {
+			machine = x.ID
+		}
+	}
+	ctx := context.Background()
+	orphan := createSandbox(t, e, u.Token, machine)
+	orphanEngine := engineID(t, e, orphan.ID)
+	if err := e.DB.Sandboxes().DeleteContainer(ctx, orphan.ID); err != nil {
+		t.Fatal(err)
+	}
+	killed := createSandbox(t, e, u.Token, machine)
+	killedEngine := engineID(t, e, killed.ID)
+	pid, err := os.ReadFile(filepath.Join(e.Config.MachineStateDir, killedEngine, "qemu.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("kill", "-9", strings.TrimSpace(string(pid))).CombinedOutput(); err != nil {
+		t.Fatalf("kill QEMU: %v %s", err, out)
+	}
+
+	// A restart of tuxlab reconciles at once.
+	r := e.Replica()
+	if err := r.App.Sandboxes.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("pgrep", "-f", orphanEngine).Output(); len(out) > 0 {
+		t.Errorf("the orphaned machine's QEMU runs on: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.Config.MachineStateDir, orphanEngine)); !os.IsNotExist(err) {
+		t.Errorf("the orphaned machine's directory is left: %v", err)
+	}
+	var c containerBody
+	eventually(t, time.Minute, "the killed machine to show stopped", func() bool {
+		r.Get(fmt.Sprintf("/api/containers/%d", killed.ID), u.Token).Expect(t, 200).JSON(t, &c)
+		return c.Status == "stopped"
+	})
+	post(r, u.Token, fmt.Sprintf("/api/containers/%d/start", killed.ID), nil).Expect(t, 200).JSON(t, &c)
+	if c.Status != "running" {
+		t.Fatalf("started again: %+v", c)
 	}
 }

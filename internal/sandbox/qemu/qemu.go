@@ -192,9 +192,41 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error { return
 // overlay's virtual size.
 func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error { return ctx.Err() }
 
-// ToolsVolume: machines carry no tools volume yet.
+// ToolsVolume returns the name of the tools disk of the current machine
+// image (tuxlab-tools-<short id of the tools image it was built from>),
+// which Spec.ToolsVolume then names. The disk (tools.img) is built with the
+// machine image from image's /tuxlab by scripts/build-machine-image.sh:
+// sandbox.ErrToolsMissing when the machine image has none or was built from
+// another tools image.
 func (r *Runtime) ToolsVolume(ctx context.Context, image string) (string, error) {
-	return "", fmt.Errorf("%w: machines have no tools volume", sandbox.ErrUnsupported)
+	dir := r.imageDir(DefaultImage)
+	name, built := toolsOf(dir)
+	switch {
+	case name == "":
+		return "", fmt.Errorf("%w: the machine image in %s has no tools disk: run ./scripts/build-machine-image.sh", sandbox.ErrToolsMissing, r.opts.ImageDir)
+	case built != image:
+		return "", fmt.Errorf("%w: the machine image's tools disk is built from %s, not %s: run ./scripts/build-machine-image.sh", sandbox.ErrToolsMissing, built, image)
+	}
+	return name, ctx.Err()
+}
+
+// toolsOf returns the name of image directory dir's tools disk and the tools
+// image it was built from (tools.id: "<image> <id>"), or "" when dir has no
+// tools disk.
+func toolsOf(dir string) (name, image string) {
+	if dir == "" {
+		return "", ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, toolsID))
+	f := strings.Fields(string(b))
+	if err != nil || len(f) != 2 {
+		return "", ""
+	}
+	if fi, err := os.Stat(filepath.Join(dir, toolsDisk)); err != nil || !fi.Mode().IsRegular() {
+		return "", ""
+	}
+	id := strings.TrimPrefix(f[1], "sha256:")
+	return "tuxlab-tools-" + id[:min(12, len(id))], f[0]
 }
 
 // Changes: a machine's changes are blocks of its disk, not files: not
@@ -277,9 +309,6 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 
 // recordOf validates s and returns the new machine's record.
 func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
-	if s.ToolsVolume != "" {
-		return nil, fmt.Errorf("%w: machines have no tools volume", sandbox.ErrUnsupported)
-	}
 	network := s.Network
 	switch network {
 	case "", "none":
@@ -297,11 +326,16 @@ func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
 		return nil, err
 	}
 	baseMB := int((fi.Size() + 1<<20 - 1) >> 20)
+	if s.ToolsVolume != "" {
+		if name, _ := toolsOf(dir); name != s.ToolsVolume {
+			return nil, fmt.Errorf("%w: the machine image %s has no tools disk %q (it has %q)", sandbox.ErrToolsMissing, dir, s.ToolsVolume, name)
+		}
+	}
 	rec := &record{
 		ID: newID(), Name: s.Name, Labels: maps.Clone(s.Labels), ImageDir: dir,
 		Hostname: s.Hostname, User: s.User, Network: network,
 		MemoryMB: int(s.MemoryBytes >> 20), CPUs: int((s.NanoCPUs + 999_999_999) / 1_000_000_000),
-		DiskMB: s.DiskMB, ExtraDisksMB: slicesClone(s.ExtraDisksMB), Created: time.Now().UTC(),
+		DiskMB: s.DiskMB, ExtraDisksMB: slicesClone(s.ExtraDisksMB), Tools: s.ToolsVolume != "", Created: time.Now().UTC(),
 	}
 	if rec.Hostname == "" {
 		rec.Hostname = "machine"
@@ -444,6 +478,13 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		id := fmt.Sprintf("disk%d", i+1)
 		a = append(a, "-drive", "file="+p(extraDisk(i))+",if=none,id="+id+",format=qcow2,discard=unmap",
 			"-device", "virtio-blk-pci,drive="+id+",serial=tuxlab-"+id)
+	}
+	if rec.Tools {
+		// The trusted tools, last so the blank disks keep their names;
+		// read-only in QEMU, so root in the guest cannot write them either.
+		// The guest mounts it at /.tuxlab by its serial (mount-tools).
+		a = append(a, "-drive", "file="+filepath.Join(rec.ImageDir, toolsDisk)+",if=none,id=tools,format=raw,readonly=on",
+			"-device", "virtio-blk-pci,drive=tools,serial=tuxlab-tools")
 	}
 	a = append(a,
 		"-chardev", "file,id=con,path="+p(consoleLog), "-serial", "chardev:con",

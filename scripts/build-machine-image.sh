@@ -199,6 +199,42 @@ in_root systemctl enable rpcbind.socket >/dev/null 2>&1 || true
 printf '%s\n' '# tuxlab: systemd-networkd and chrony start when the machine has a NIC.' \
 	'ACTION=="add", SUBSYSTEM=="net", KERNEL=="eth*", TAG+="systemd", ENV{SYSTEMD_WANTS}+="systemd-networkd.service chrony.service"' \
 	>"$ROOT/etc/udev/rules.d/80-tuxlab-networkd.rules"
+# A lab's private segment (the driver's EnsureNetwork): no DHCP there; the
+# driver passes the machine's static address (tuxlab.addr=10.77.N.M/24) and
+# the segment's members (tuxlab.hosts=name=addr,...) on the kernel command
+# line, which net-config turns into a networkd file (before 80-dhcp) and
+# lines of /etc/hosts, each time networkd starts. The machine's own name
+# resolves only to its own address. ("+": not as networkd's user, nor in its
+# sandbox, which has /etc read-only.)
+mkdir -p "$ROOT/usr/local/lib/tuxlab" "$ROOT/etc/systemd/system/systemd-networkd.service.d"
+cat >"$ROOT/usr/local/lib/tuxlab/net-config" <<'EOF'
+#!/bin/sh
+# The static address and host names of a lab's segment, from /proc/cmdline.
+addr= hosts=
+for w in $(cat /proc/cmdline); do
+	case $w in
+	tuxlab.addr=*) addr=${w#tuxlab.addr=} ;;
+	tuxlab.hosts=*) hosts=${w#tuxlab.hosts=} ;;
+	esac
+done
+[ -n "$addr" ] || exit 0
+mkdir -p /run/systemd/network
+printf '[Match]\nName=eth0\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' "$addr" \
+	>/run/systemd/network/10-tuxlab-segment.network
+self=$(hostname) own=${addr%/*}
+tmp=$(mktemp)
+grep -v '# tuxlab-segment$' /etc/hosts >"$tmp" || true
+echo "$hosts" | tr ',' '\n' | while IFS='=' read -r name ip; do
+	[ -n "$name" ] || continue
+	[ "$name" != "$self" ] || [ "$ip" = "$own" ] || continue
+	printf '%s\t%s # tuxlab-segment\n' "$ip" "$name" >>"$tmp"
+done
+cat "$tmp" >/etc/hosts
+rm -f "$tmp"
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/net-config"
+printf '[Service]\nExecStartPre=-+/usr/local/lib/tuxlab/net-config\n' \
+	>"$ROOT/etc/systemd/system/systemd-networkd.service.d/tuxlab-segment.conf"
 # Units that only slow a boot down or have nothing to do in a machine.
 for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer \
 	e2scrub_reap.service getty@tty1.service systemd-pstore.service \

@@ -19,7 +19,7 @@ func TestContract(t *testing.T) {
 		rt, _ := newRuntime(t)
 		return rt
 	}, sandboxtest.ContractOptions{
-		Image: qemu.DefaultImage, ToolsImage: sandbox.DefaultToolsImage, NoChanges: true, NoNetworks: true,
+		Image: qemu.DefaultImage, ToolsImage: sandbox.DefaultToolsImage, NoChanges: true,
 		MemoryBytes: 512 << 20, DiskMB: 1024, Timeout: bootTimeout,
 	})
 }

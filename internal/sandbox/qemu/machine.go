@@ -30,7 +30,8 @@ type record struct {
 	CPUs         int               `json:"cpus"`
 	DiskMB       int               `json:"disk_mb"`
 	ExtraDisksMB []int             `json:"extra_disks_mb,omitempty"`
-	Network      string            `json:"network"`
+	Network      string            `json:"network"`         // none, user or a segment's name
+	Addr         string            `json:"addr,omitempty"`  // its address on a segment
 	Tools        bool              `json:"tools,omitempty"` // the image's tools disk is attached (read-only)
 	Warm         string            `json:"warm,omitempty"`  // the warm template it restores from (warm.go)
 	Created      time.Time         `json:"created"`

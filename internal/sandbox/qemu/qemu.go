@@ -72,10 +72,14 @@ const (
 	maxExtraDisks   = 8
 )
 
-// NetworkUser is the network a machine may have besides none: one NIC on
-// QEMU's user-mode network with restrict=on, so the guest gets an address by
-// DHCP but has no route anywhere, the host's services included.
+// NetworkUser is a network a machine may have besides none and a private
+// segment (EnsureNetwork): one NIC on QEMU's user-mode network with
+// restrict=on, so the guest gets an address by DHCP but has no route
+// anywhere, the host's services included.
 const NetworkUser = "user"
+
+// isSegment reports whether network (a record's) is a private segment.
+func isSegment(network string) bool { return network != "none" && network != NetworkUser }
 
 // Runtime implements sandbox.Runtime with QEMU.
 type Runtime struct {
@@ -178,15 +182,6 @@ func (r *Runtime) KernelRelease(image string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "kernel.release"))
 	return strings.TrimSpace(string(b)), err
 }
-
-// EnsureNetwork: machines have no shared networks yet (a lab's private
-// segment comes with multi-machine labs).
-func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
-	return fmt.Errorf("%w: machines have no shared networks yet (network %q)", sandbox.ErrUnsupported, name)
-}
-
-// RemoveNetwork: there is never one to remove.
-func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error { return ctx.Err() }
 
 // ProbeDiskQuota: a machine's root disk always has a hard bound, its
 // overlay's virtual size.
@@ -300,7 +295,16 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		os.RemoveAll(r.dir(rec.ID))
 		return "", err
 	}
+	if isSegment(rec.Network) {
+		if err := r.join(rec); err != nil {
+			os.RemoveAll(r.dir(rec.ID))
+			return "", err
+		}
+	}
 	if err := r.save(rec); err != nil {
+		if isSegment(rec.Network) {
+			r.leave(rec.Network, rec.ID)
+		}
 		os.RemoveAll(r.dir(rec.ID))
 		return "", err
 	}
@@ -314,8 +318,10 @@ func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
 	case "", "none":
 		network = "none"
 	case NetworkUser:
-	default:
-		return nil, fmt.Errorf("%w: machines have no shared networks yet (network %q)", sandbox.ErrUnsupported, s.Network)
+	default: // a private segment (network.go): it must exist
+		if _, err := r.loadNetwork(network); err != nil {
+			return nil, err
+		}
 	}
 	dir := r.imageDir(s.Image)
 	if dir == "" {
@@ -420,13 +426,19 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if _, err := os.Stat(filepath.Join(rec.ImageDir, "base.img")); err != nil {
 		return fmt.Errorf("%w: machine %s's image is gone (%s): %w", sandbox.ErrRuntimeUnavailable, id, rec.ImageDir, err)
 	}
+	var nic, words []string
+	if isSegment(rec.Network) {
+		if nic, words, err = r.segmentArgs(rec); err != nil {
+			return err
+		}
+	}
 	r.ch.closeMachine(id)
 	accel := r.accel(ctx, filepath.Join(rec.ImageDir, "vmlinuz"))
 	for _, f := range []string{qmpSocket, sshSocket, pidFile} {
 		os.Remove(r.path(id, f))
 	}
 	os.Truncate(r.path(id, consoleLog), 0)
-	cmd := exec.CommandContext(ctx, r.opts.QEMU, r.args(rec, accel)...)
+	cmd := exec.CommandContext(ctx, r.opts.QEMU, r.args(rec, accel, nic, words)...)
 	cmd.Dir = r.dir(id)
 	// QEMU forks itself into the background (-daemonize) once its devices
 	// are ready: it then belongs to no tuxlab process group or session.
@@ -445,11 +457,18 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		}
 	}
 	rec.StartedAt = time.Now().UTC()
-	return r.save(rec)
+	if err := r.save(rec); err != nil {
+		return err
+	}
+	if isSegment(rec.Network) {
+		r.announce(rec.Network, id)
+	}
+	return nil
 }
 
-// args is QEMU's command line for rec.
-func (r *Runtime) args(rec *record, accel string) []string {
+// args is QEMU's command line for rec; nic and words are its NIC on a
+// segment and the kernel command line's words for it (segmentArgs).
+func (r *Runtime) args(rec *record, accel string, nic, words []string) []string {
 	p := func(name string) string { return r.path(rec.ID, name) }
 	a := []string{
 		"-name", "tuxlab-" + rec.ID,
@@ -461,10 +480,10 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		// elevateprivileges=deny makes QEMU 7.2 exit at -daemonize: measured.)
 		"-sandbox", "on,obsolete=deny,resourcecontrol=deny",
 		"-kernel", filepath.Join(rec.ImageDir, "vmlinuz"), "-initrd", filepath.Join(rec.ImageDir, "initrd.img"),
-		"-append", strings.Join([]string{
+		"-append", strings.Join(append([]string{
 			"console=ttyS0", "root=/dev/vda", "rw", "net.ifnames=0", "panic=-1",
 			"systemd.hostname=" + rec.Hostname, "tuxlab.key=" + publicKeyArg(r.key),
-		}, " "),
+		}, words...), " "),
 		"-drive", "file=" + p(rootDisk) + ",if=none,id=root,format=qcow2,discard=unmap",
 		"-device", "virtio-blk-pci,drive=root",
 	}
@@ -504,6 +523,7 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		// services at 10.0.2.2 (measured: PostgreSQL).
 		a = append(a, "-netdev", "user,id=net0,restrict=on", "-device", "virtio-net-pci,netdev=net0")
 	}
+	a = append(a, nic...)
 	return a
 }
 
@@ -543,6 +563,9 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	r.ch.closeMachine(id)
 	if err := r.kill(id); err != nil {
 		return err
+	}
+	if rec, err := r.load(id); err == nil && isSegment(rec.Network) {
+		r.leave(rec.Network, id)
 	}
 	if err := os.RemoveAll(r.dir(id)); err != nil {
 		return fmt.Errorf("remove machine %s: %w", id, err)

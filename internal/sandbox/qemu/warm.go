@@ -66,6 +66,9 @@ func (r *Runtime) warmDir(rec *record) string {
 // warmFor returns the complete warm template a machine of rec restores
 // from, or "" when it must boot cold.
 func (r *Runtime) warmFor(rec *record) string {
+	if isSegment(rec.Network) {
+		return "" // each member's address is its own: no warm segment machines yet
+	}
 	d := r.warmDir(rec)
 	if _, err := os.Stat(filepath.Join(d, "warm.json")); err != nil {
 		return ""
@@ -91,6 +94,9 @@ func (r *Runtime) PrepareWarm(ctx context.Context, s sandbox.Spec) error {
 	rec, err := r.recordOf(s)
 	if err != nil || rec.Warm != "" {
 		return err
+	}
+	if isSegment(rec.Network) {
+		return fmt.Errorf("%w: no warm start for machines on a segment (network %q)", sandbox.ErrUnsupported, rec.Network)
 	}
 	wd := r.warmDir(rec)
 	fi, err := os.Stat(filepath.Join(rec.ImageDir, "base.img"))

@@ -13,10 +13,14 @@
 # network the build uses), then configured to boot under QEMU. The result is
 #
 #   $TUXLAB_MACHINE_DIR/<recipe>/{vmlinuz,initrd.img,base.img,kernel.release,packages.txt}
+#   $TUXLAB_MACHINE_DIR/<recipe>/{tools.img,tools.id}
 #   $TUXLAB_MACHINE_DIR/current -> <recipe>
 #
+# tools.img is the trusted tools (tuxlab/sandbox-tools:latest's /tuxlab, an
+# ext4 without a journal) that the driver attaches read-only to a machine and
+# the guest mounts at /.tuxlab; tools.id names the image and its id.
 # <recipe> is the first 16 hex digits of a sha256 of this file and of the
-# source image's id: changing either builds a new directory, and `current`
+# source and tools images' ids: changing either builds a new directory, and `current`
 # moves to it once it is complete. Older directories are kept (machines
 # created from them still use their base.img as a backing file); remove one by
 # hand once no machine uses it. See docs/machines.md.
@@ -30,6 +34,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DOCKER=${DOCKER:-docker}
 SOURCE_IMAGE=tuxlab/sandbox-debian:latest
+TOOLS_IMAGE=tuxlab/sandbox-tools:latest
 OUT=${TUXLAB_MACHINE_DIR:-/var/lib/tuxlab/machine}
 
 # What a machine adds to the container image: a kernel and an init, and what
@@ -72,13 +77,16 @@ for tool in "$DOCKER" chroot mkfs.ext4 tar sha256sum flock; do
 	command -v "$tool" >/dev/null || die "$tool is missing (mkfs.ext4: apt-get install e2fsprogs)"
 done
 
-# The source image: built by build-images.sh when missing or out of date.
+# The source and tools images: built by build-images.sh when missing or out of date.
 "$REPO/scripts/build-images.sh" debian | sed 's/^/    /'
+"$REPO/scripts/build-images.sh" tools | sed 's/^/    /'
 IMAGE_ID=$("$DOCKER" image inspect -f '{{.Id}}' "$SOURCE_IMAGE") ||
 	die "$SOURCE_IMAGE is not on the engine: run ./scripts/build-images.sh debian"
+TOOLS_ID=$("$DOCKER" image inspect -f '{{.Id}}' "$TOOLS_IMAGE") ||
+	die "$TOOLS_IMAGE is not on the engine: run ./scripts/build-images.sh tools"
 RECIPE=$({
 	sha256sum <"${BASH_SOURCE[0]}"
-	printf '%s\n' "$IMAGE_ID"
+	printf '%s\n' "$IMAGE_ID" "$TOOLS_ID"
 } | sha256sum | cut -c1-16)
 DEST=$OUT/$RECIPE
 
@@ -168,6 +176,9 @@ unmount_all
 rm -f "$ROOT/.dockerenv" "$ROOT/etc/resolv.conf" "$ROOT/var/lib/dbus/machine-id"
 : >"$ROOT/etc/machine-id" # systemd makes a new one at each machine's first boot
 echo machine >"$ROOT/etc/hostname" # the driver names each machine with systemd.hostname=
+# Where the host's read-only tools disk is mounted (mount-tools below).
+mkdir -p "$ROOT/.tuxlab"
+chmod 0755 "$ROOT/.tuxlab"
 printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$ROOT/etc/hosts"
 # The root disk is the overlay, larger than this file system: grow it at first boot.
 printf 'LABEL=root / ext4 defaults,errors=remount-ro,x-systemd.growfs 0 1\n' >"$ROOT/etc/fstab"
@@ -188,6 +199,42 @@ in_root systemctl enable rpcbind.socket >/dev/null 2>&1 || true
 printf '%s\n' '# tuxlab: systemd-networkd and chrony start when the machine has a NIC.' \
 	'ACTION=="add", SUBSYSTEM=="net", KERNEL=="eth*", TAG+="systemd", ENV{SYSTEMD_WANTS}+="systemd-networkd.service chrony.service"' \
 	>"$ROOT/etc/udev/rules.d/80-tuxlab-networkd.rules"
+# A lab's private segment (the driver's EnsureNetwork): no DHCP there; the
+# driver passes the machine's static address (tuxlab.addr=10.77.N.M/24) and
+# the segment's members (tuxlab.hosts=name=addr,...) on the kernel command
+# line, which net-config turns into a networkd file (before 80-dhcp) and
+# lines of /etc/hosts, each time networkd starts. The machine's own name
+# resolves only to its own address. ("+": not as networkd's user, nor in its
+# sandbox, which has /etc read-only.)
+mkdir -p "$ROOT/usr/local/lib/tuxlab" "$ROOT/etc/systemd/system/systemd-networkd.service.d"
+cat >"$ROOT/usr/local/lib/tuxlab/net-config" <<'EOF'
+#!/bin/sh
+# The static address and host names of a lab's segment, from /proc/cmdline.
+addr= hosts=
+for w in $(cat /proc/cmdline); do
+	case $w in
+	tuxlab.addr=*) addr=${w#tuxlab.addr=} ;;
+	tuxlab.hosts=*) hosts=${w#tuxlab.hosts=} ;;
+	esac
+done
+[ -n "$addr" ] || exit 0
+mkdir -p /run/systemd/network
+printf '[Match]\nName=eth0\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' "$addr" \
+	>/run/systemd/network/10-tuxlab-segment.network
+self=$(hostname) own=${addr%/*}
+tmp=$(mktemp)
+grep -v '# tuxlab-segment$' /etc/hosts >"$tmp" || true
+echo "$hosts" | tr ',' '\n' | while IFS='=' read -r name ip; do
+	[ -n "$name" ] || continue
+	[ "$name" != "$self" ] || [ "$ip" = "$own" ] || continue
+	printf '%s\t%s # tuxlab-segment\n' "$ip" "$name" >>"$tmp"
+done
+cat "$tmp" >/etc/hosts
+rm -f "$tmp"
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/net-config"
+printf '[Service]\nExecStartPre=-+/usr/local/lib/tuxlab/net-config\n' \
+	>"$ROOT/etc/systemd/system/systemd-networkd.service.d/tuxlab-segment.conf"
 # Units that only slow a boot down or have nothing to do in a machine.
 for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer \
 	e2scrub_reap.service getty@tty1.service systemd-pstore.service \
@@ -225,6 +272,25 @@ for t in ed25519 ecdsa; do
 done
 EOF
 chmod 0755 "$ROOT/usr/local/lib/tuxlab/host-keys"
+# The trusted tools: the host attaches tools.img as a read-only virtio disk
+# with the serial tuxlab-tools (after the learner's blank disks, so those stay
+# vdb, vdc...). It is mounted at /.tuxlab before each channel sshd starts, so
+# before any check runs over the channel, and again if root unmounted or
+# covered it. Found by its serial in sysfs: no udev needed.
+cat >"$ROOT/usr/local/lib/tuxlab/mount-tools" <<'EOF'
+#!/bin/sh
+# Mounts the host's read-only tools disk (serial tuxlab-tools) at /.tuxlab.
+for f in /sys/block/vd*/serial; do
+	[ "$(cat "$f" 2>/dev/null)" = tuxlab-tools ] || continue
+	dev=${f%/serial}
+	dev=/dev/${dev##*/}
+	[ "$(findmnt -rn -o SOURCE --mountpoint /.tuxlab | tail -n 1)" = "$dev" ] && exit 0
+	mkdir -p /.tuxlab
+	exec mount -t ext4 -o ro,nodev,nosuid "$dev" /.tuxlab
+done
+exit 0
+EOF
+chmod 0755 "$ROOT/usr/local/lib/tuxlab/mount-tools"
 # The channel's sshd on the port named tuxlab.ssh, found in sysfs rather than
 # by udev's /dev/virtio-ports link: the port exists from the initramfs on
 # (virtio_console), and waiting for udev to process it after coldplug put the
@@ -259,6 +325,7 @@ IgnoreOnIsolate=yes
 ExecStartPre=/usr/local/lib/tuxlab/host-keys
 ExecStartPre=/bin/mkdir -p /run/sshd
 ExecStartPre=/usr/local/lib/tuxlab/channel-key
+ExecStartPre=-/usr/local/lib/tuxlab/mount-tools
 ExecStart=/usr/local/lib/tuxlab/channel
 Restart=always
 RestartSec=100ms
@@ -319,6 +386,26 @@ EOF
 }
 apparmor_cache
 
+# make_tools_img DIR: DIR/tools.img, the tools image's /tuxlab tree as an ext4
+# without a journal (it is only ever mounted read-only), and DIR/tools.id.
+make_tools_img() {
+	local tree=$WORK/tools used size
+	mkdir -p "$tree"
+	CID=$("$DOCKER" create "$TOOLS_IMAGE" /tuxlab/bin/true)
+	"$DOCKER" export "$CID" | tar -xpf - -C "$tree" --numeric-owner tuxlab
+	"$DOCKER" rm -f "$CID" >/dev/null
+	CID=
+	if [ ! -x "$tree/tuxlab/bin/bash" ] || [ ! -x "$tree/tuxlab/bin/busybox" ]; then
+		die "$TOOLS_IMAGE has no /tuxlab/bin/{bash,busybox}"
+	fi
+	used=$(du -sm "$tree/tuxlab" | cut -f1)
+	size=$((used * 5 / 4 + 8))
+	mkfs.ext4 -q -F -L tuxlab-tools -O ^has_journal -m 0 -d "$tree/tuxlab" "$1/tools.img" "${size}M"
+	chmod 0444 "$1/tools.img"
+	printf '%s %s\n' "$TOOLS_IMAGE" "$TOOLS_ID" >"$1/tools.id"
+	say "[machine] tools.img ${size} MiB from $TOOLS_IMAGE ($used MiB of files)"
+}
+
 say "[machine] kernel $KVER; making base.img"
 mkdir -p "$OUT/.$RECIPE.tmp"
 TMPDEST=$OUT/.$RECIPE.tmp
@@ -332,6 +419,7 @@ used=$(du -sm "$ROOT" | cut -f1)
 size=$(((used * 5 / 4 + 256 + 63) / 64 * 64))
 mkfs.ext4 -q -F -L root -d "$ROOT" "$TMPDEST/base.img" "${size}M"
 chmod 0444 "$TMPDEST/base.img"
+make_tools_img "$TMPDEST"
 touch "$TMPDEST/.complete"
 rm -rf "$DEST"
 mv -T "$TMPDEST" "$DEST"

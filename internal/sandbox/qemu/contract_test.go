@@ -9,8 +9,9 @@ import (
 )
 
 // TestContract runs the sandbox.Runtime contract against the QEMU driver,
-// where it applies to machines: no tools volume, no changed-file listing and
-// no shared networks yet (each must answer sandbox.ErrUnsupported). A
+// where it applies to machines: the tools disk stands for the tools volume;
+// no changed-file listing and no shared networks yet (each must answer
+// sandbox.ErrUnsupported). A
 // machine boots twice in it (after Start, and after Stop and Start).
 func TestContract(t *testing.T) {
 	t.Parallel()
@@ -18,7 +19,7 @@ func TestContract(t *testing.T) {
 		rt, _ := newRuntime(t)
 		return rt
 	}, sandboxtest.ContractOptions{
-		Image: qemu.DefaultImage, NoChanges: true, NoNetworks: true,
+		Image: qemu.DefaultImage, ToolsImage: sandbox.DefaultToolsImage, NoChanges: true,
 		MemoryBytes: 512 << 20, DiskMB: 1024, Timeout: bootTimeout,
 	})
 }

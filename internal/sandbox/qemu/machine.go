@@ -30,8 +30,10 @@ type record struct {
 	CPUs         int               `json:"cpus"`
 	DiskMB       int               `json:"disk_mb"`
 	ExtraDisksMB []int             `json:"extra_disks_mb,omitempty"`
-	Network      string            `json:"network"`
-	Warm         string            `json:"warm,omitempty"` // the warm template it restores from (warm.go)
+	Network      string            `json:"network"`         // none, user or a segment's name
+	Addr         string            `json:"addr,omitempty"`  // its address on a segment
+	Tools        bool              `json:"tools,omitempty"` // the image's tools disk is attached (read-only)
+	Warm         string            `json:"warm,omitempty"`  // the warm template it restores from (warm.go)
 	Created      time.Time         `json:"created"`
 	StartedAt    time.Time         `json:"started_at"`
 	FinishedAt   time.Time         `json:"finished_at"`
@@ -46,6 +48,12 @@ const (
 	qmpSocket  = "qmp.sock"
 	sshSocket  = "ssh.sock"
 	consoleLog = "console.log"
+)
+
+// Files of an image directory besides the kernel, initrd and base.img.
+const (
+	toolsDisk = "tools.img" // the trusted tools, an ext4 mounted at /.tuxlab
+	toolsID   = "tools.id"  // "<tools image> <its id>"
 )
 
 // dir is machine id's directory.

@@ -72,10 +72,14 @@ const (
 	maxExtraDisks   = 8
 )
 
-// NetworkUser is the network a machine may have besides none: one NIC on
-// QEMU's user-mode network with restrict=on, so the guest gets an address by
-// DHCP but has no route anywhere, the host's services included.
+// NetworkUser is a network a machine may have besides none and a private
+// segment (EnsureNetwork): one NIC on QEMU's user-mode network with
+// restrict=on, so the guest gets an address by DHCP but has no route
+// anywhere, the host's services included.
 const NetworkUser = "user"
+
+// isSegment reports whether network (a record's) is a private segment.
+func isSegment(network string) bool { return network != "none" && network != NetworkUser }
 
 // Runtime implements sandbox.Runtime with QEMU.
 type Runtime struct {
@@ -179,22 +183,45 @@ func (r *Runtime) KernelRelease(image string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-// EnsureNetwork: machines have no shared networks yet (a lab's private
-// segment comes with multi-machine labs).
-func (r *Runtime) EnsureNetwork(ctx context.Context, name string, labels map[string]string) error {
-	return fmt.Errorf("%w: machines have no shared networks yet (network %q)", sandbox.ErrUnsupported, name)
-}
-
-// RemoveNetwork: there is never one to remove.
-func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error { return ctx.Err() }
-
 // ProbeDiskQuota: a machine's root disk always has a hard bound, its
 // overlay's virtual size.
 func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error { return ctx.Err() }
 
-// ToolsVolume: machines carry no tools volume yet.
+// ToolsVolume returns the name of the tools disk of the current machine
+// image (tuxlab-tools-<short id of the tools image it was built from>),
+// which Spec.ToolsVolume then names. The disk (tools.img) is built with the
+// machine image from image's /tuxlab by scripts/build-machine-image.sh:
+// sandbox.ErrToolsMissing when the machine image has none or was built from
+// another tools image.
 func (r *Runtime) ToolsVolume(ctx context.Context, image string) (string, error) {
-	return "", fmt.Errorf("%w: machines have no tools volume", sandbox.ErrUnsupported)
+	dir := r.imageDir(DefaultImage)
+	name, built := toolsOf(dir)
+	switch {
+	case name == "":
+		return "", fmt.Errorf("%w: the machine image in %s has no tools disk: run ./scripts/build-machine-image.sh", sandbox.ErrToolsMissing, r.opts.ImageDir)
+	case built != image:
+		return "", fmt.Errorf("%w: the machine image's tools disk is built from %s, not %s: run ./scripts/build-machine-image.sh", sandbox.ErrToolsMissing, built, image)
+	}
+	return name, ctx.Err()
+}
+
+// toolsOf returns the name of image directory dir's tools disk and the tools
+// image it was built from (tools.id: "<image> <id>"), or "" when dir has no
+// tools disk.
+func toolsOf(dir string) (name, image string) {
+	if dir == "" {
+		return "", ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, toolsID))
+	f := strings.Fields(string(b))
+	if err != nil || len(f) != 2 {
+		return "", ""
+	}
+	if fi, err := os.Stat(filepath.Join(dir, toolsDisk)); err != nil || !fi.Mode().IsRegular() {
+		return "", ""
+	}
+	id := strings.TrimPrefix(f[1], "sha256:")
+	return "tuxlab-tools-" + id[:min(12, len(id))], f[0]
 }
 
 // Changes: a machine's changes are blocks of its disk, not files: not
@@ -268,7 +295,16 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		os.RemoveAll(r.dir(rec.ID))
 		return "", err
 	}
+	if isSegment(rec.Network) {
+		if err := r.join(rec); err != nil {
+			os.RemoveAll(r.dir(rec.ID))
+			return "", err
+		}
+	}
 	if err := r.save(rec); err != nil {
+		if isSegment(rec.Network) {
+			r.leave(rec.Network, rec.ID)
+		}
 		os.RemoveAll(r.dir(rec.ID))
 		return "", err
 	}
@@ -277,16 +313,15 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 
 // recordOf validates s and returns the new machine's record.
 func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
-	if s.ToolsVolume != "" {
-		return nil, fmt.Errorf("%w: machines have no tools volume", sandbox.ErrUnsupported)
-	}
 	network := s.Network
 	switch network {
 	case "", "none":
 		network = "none"
 	case NetworkUser:
-	default:
-		return nil, fmt.Errorf("%w: machines have no shared networks yet (network %q)", sandbox.ErrUnsupported, s.Network)
+	default: // a private segment (network.go): it must exist
+		if _, err := r.loadNetwork(network); err != nil {
+			return nil, err
+		}
 	}
 	dir := r.imageDir(s.Image)
 	if dir == "" {
@@ -297,11 +332,16 @@ func (r *Runtime) recordOf(s sandbox.Spec) (*record, error) {
 		return nil, err
 	}
 	baseMB := int((fi.Size() + 1<<20 - 1) >> 20)
+	if s.ToolsVolume != "" {
+		if name, _ := toolsOf(dir); name != s.ToolsVolume {
+			return nil, fmt.Errorf("%w: the machine image %s has no tools disk %q (it has %q)", sandbox.ErrToolsMissing, dir, s.ToolsVolume, name)
+		}
+	}
 	rec := &record{
 		ID: newID(), Name: s.Name, Labels: maps.Clone(s.Labels), ImageDir: dir,
 		Hostname: s.Hostname, User: s.User, Network: network,
 		MemoryMB: int(s.MemoryBytes >> 20), CPUs: int((s.NanoCPUs + 999_999_999) / 1_000_000_000),
-		DiskMB: s.DiskMB, ExtraDisksMB: slicesClone(s.ExtraDisksMB), Created: time.Now().UTC(),
+		DiskMB: s.DiskMB, ExtraDisksMB: slicesClone(s.ExtraDisksMB), Tools: s.ToolsVolume != "", Created: time.Now().UTC(),
 	}
 	if rec.Hostname == "" {
 		rec.Hostname = "machine"
@@ -386,13 +426,19 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if _, err := os.Stat(filepath.Join(rec.ImageDir, "base.img")); err != nil {
 		return fmt.Errorf("%w: machine %s's image is gone (%s): %w", sandbox.ErrRuntimeUnavailable, id, rec.ImageDir, err)
 	}
+	var nic, words []string
+	if isSegment(rec.Network) {
+		if nic, words, err = r.segmentArgs(rec); err != nil {
+			return err
+		}
+	}
 	r.ch.closeMachine(id)
 	accel := r.accel(ctx, filepath.Join(rec.ImageDir, "vmlinuz"))
 	for _, f := range []string{qmpSocket, sshSocket, pidFile} {
 		os.Remove(r.path(id, f))
 	}
 	os.Truncate(r.path(id, consoleLog), 0)
-	cmd := exec.CommandContext(ctx, r.opts.QEMU, r.args(rec, accel)...)
+	cmd := exec.CommandContext(ctx, r.opts.QEMU, r.args(rec, accel, nic, words)...)
 	cmd.Dir = r.dir(id)
 	// QEMU forks itself into the background (-daemonize) once its devices
 	// are ready: it then belongs to no tuxlab process group or session.
@@ -411,11 +457,18 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		}
 	}
 	rec.StartedAt = time.Now().UTC()
-	return r.save(rec)
+	if err := r.save(rec); err != nil {
+		return err
+	}
+	if isSegment(rec.Network) {
+		r.announce(rec.Network, id)
+	}
+	return nil
 }
 
-// args is QEMU's command line for rec.
-func (r *Runtime) args(rec *record, accel string) []string {
+// args is QEMU's command line for rec; nic and words are its NIC on a
+// segment and the kernel command line's words for it (segmentArgs).
+func (r *Runtime) args(rec *record, accel string, nic, words []string) []string {
 	p := func(name string) string { return r.path(rec.ID, name) }
 	a := []string{
 		"-name", "tuxlab-" + rec.ID,
@@ -427,10 +480,10 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		// elevateprivileges=deny makes QEMU 7.2 exit at -daemonize: measured.)
 		"-sandbox", "on,obsolete=deny,resourcecontrol=deny",
 		"-kernel", filepath.Join(rec.ImageDir, "vmlinuz"), "-initrd", filepath.Join(rec.ImageDir, "initrd.img"),
-		"-append", strings.Join([]string{
+		"-append", strings.Join(append([]string{
 			"console=ttyS0", "root=/dev/vda", "rw", "net.ifnames=0", "panic=-1",
 			"systemd.hostname=" + rec.Hostname, "tuxlab.key=" + publicKeyArg(r.key),
-		}, " "),
+		}, words...), " "),
 		"-drive", "file=" + p(rootDisk) + ",if=none,id=root,format=qcow2,discard=unmap",
 		"-device", "virtio-blk-pci,drive=root",
 	}
@@ -444,6 +497,13 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		id := fmt.Sprintf("disk%d", i+1)
 		a = append(a, "-drive", "file="+p(extraDisk(i))+",if=none,id="+id+",format=qcow2,discard=unmap",
 			"-device", "virtio-blk-pci,drive="+id+",serial=tuxlab-"+id)
+	}
+	if rec.Tools {
+		// The trusted tools, last so the blank disks keep their names;
+		// read-only in QEMU, so root in the guest cannot write them either.
+		// The guest mounts it at /.tuxlab by its serial (mount-tools).
+		a = append(a, "-drive", "file="+filepath.Join(rec.ImageDir, toolsDisk)+",if=none,id=tools,format=raw,readonly=on",
+			"-device", "virtio-blk-pci,drive=tools,serial=tuxlab-tools")
 	}
 	a = append(a,
 		"-chardev", "file,id=con,path="+p(consoleLog), "-serial", "chardev:con",
@@ -463,6 +523,7 @@ func (r *Runtime) args(rec *record, accel string) []string {
 		// services at 10.0.2.2 (measured: PostgreSQL).
 		a = append(a, "-netdev", "user,id=net0,restrict=on", "-device", "virtio-net-pci,netdev=net0")
 	}
+	a = append(a, nic...)
 	return a
 }
 
@@ -502,6 +563,9 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	r.ch.closeMachine(id)
 	if err := r.kill(id); err != nil {
 		return err
+	}
+	if rec, err := r.load(id); err == nil && isSegment(rec.Network) {
+		r.leave(rec.Network, id)
 	}
 	if err := os.RemoveAll(r.dir(id)); err != nil {
 		return fmt.Errorf("remove machine %s: %w", id, err)

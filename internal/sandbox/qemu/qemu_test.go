@@ -3,6 +3,7 @@ package qemu_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -124,17 +125,22 @@ func runCode(t *testing.T, ctx context.Context, rt *qemu.Runtime, id string, s s
 	return out.String(), errOut.String(), code
 }
 
-// TestMachine boots one machine with two blank disks and the user-mode
-// network, and checks through the driver what a learner's machine must be.
+// TestMachine boots one machine with two blank disks, the tools disk and
+// the user-mode network, and checks through the driver what a learner's
+// machine must be.
 func TestMachine(t *testing.T) {
 	t.Parallel()
 	rt, state := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*bootTimeout)
 	defer cancel()
+	tools, err := rt.ToolsVolume(ctx, sandbox.DefaultToolsImage)
+	if err != nil {
+		t.Fatalf("ToolsVolume: %v", err)
+	}
 	id, err := rt.Create(ctx, sandbox.Spec{
 		Name: "test-machine", Image: qemu.DefaultImage, Hostname: "lab1", User: "learner",
 		MemoryBytes: 512 << 20, NanoCPUs: 1_000_000_000, DiskMB: 1024, ExtraDisksMB: []int{64, 128},
-		Network: qemu.NetworkUser, Labels: map[string]string{sandbox.LabelManaged: "qemu-test"},
+		Network: qemu.NetworkUser, Labels: map[string]string{sandbox.LabelManaged: "qemu-test"}, ToolsVolume: tools,
 	})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -178,11 +184,49 @@ func TestMachine(t *testing.T) {
 		}
 	})
 	t.Run("Disks", func(t *testing.T) {
-		got := run(t, ctx, rt, id, "lsblk -dn -b -o NAME,SIZE")
-		for _, want := range []string{fmt.Sprintf("vda %d", 1024<<20), fmt.Sprintf("vdb %d", 64<<20), fmt.Sprintf("vdc %d", 128<<20)} {
+		// The blank disks keep their names with the tools disk after them.
+		got := run(t, ctx, rt, id, "lsblk -dn -b -o NAME,SIZE,SERIAL")
+		for _, want := range []string{fmt.Sprintf("vda %d", 1024<<20), fmt.Sprintf("vdb %d tuxlab-disk1", 64<<20),
+			fmt.Sprintf("vdc %d tuxlab-disk2", 128<<20), "tuxlab-tools"} {
 			if !strings.Contains(strings.Join(strings.Fields(got), " "), want) {
 				t.Errorf("lsblk = %q; want %q", got, want)
 			}
+		}
+	})
+	t.Run("Tools", func(t *testing.T) {
+		// A check's command line (sandbox.scriptSpec): the trusted env,
+		// timeout and bash, the script on stdin, as root.
+		var out, errOut bytes.Buffer
+		code, err := rt.Run(ctx, id, sandbox.ExecSpec{User: "root", Cmd: []string{sandbox.ToolsDir + "/bin/env", "-i",
+			"PATH=/usr/sbin:/usr/bin:/sbin:/bin", sandbox.ToolsDir + "/bin/timeout", "-s", "KILL", "5", sandbox.ToolsDir + "/bin/bash", "-s"}},
+			strings.NewReader("echo \"bash $BASH_VERSION\"; id -u; findmnt -rn -o FSTYPE,OPTIONS "+sandbox.ToolsDir+"\n"), &out, &errOut)
+		if err != nil || code != 0 || !strings.Contains(out.String(), "bash ") || !strings.Contains(out.String(), "\n0\next4 ro,") {
+			t.Fatalf("a script through the trusted tools = %d, %v, %q, %q; want bash as root, the tools mounted read-only", code, err, out.String(), errOut.String())
+		}
+		// Root can neither write the tools nor their device, nor remount it.
+		img := filepath.Join(os.Getenv("TUXLAB_MACHINE_DIR"), qemu.DefaultImage, "tools.img")
+		if os.Getenv("TUXLAB_MACHINE_DIR") == "" {
+			img = filepath.Join(qemu.DefaultImageDir, qemu.DefaultImage, "tools.img")
+		}
+		before := sha256File(t, img)
+		attempts := map[string]string{
+			"write a file":   "touch " + sandbox.ToolsDir + "/bin/x",
+			"replace bash":   "cp /bin/true " + sandbox.ToolsDir + "/bin/bash",
+			"remount rw":     "mount -o remount,rw " + sandbox.ToolsDir,
+			"write the disk": "dev=$(findmnt -n -o SOURCE " + sandbox.ToolsDir + "); blockdev --setrw $dev; dd if=/dev/zero of=$dev bs=4096 count=16 oflag=direct conv=fsync",
+			"a new rw mount": "dev=$(findmnt -n -o SOURCE " + sandbox.ToolsDir + "); mkdir -p /mnt/t && mount -o rw $dev /mnt/t && touch /mnt/t/x",
+		}
+		for what, script := range attempts {
+			if out, errOut, code := runCode(t, ctx, rt, id, sandbox.ExecSpec{Cmd: []string{"/bin/sh", "-c", script}, User: "root"}); code == 0 {
+				t.Errorf("root could %s in the tools: %q, %q", what, out, errOut)
+			}
+		}
+		run(t, ctx, rt, id, "sync")
+		if after := sha256File(t, img); after != before {
+			t.Errorf("tools.img changed on the host: %s, was %s", after, before)
+		}
+		if got := run(t, ctx, rt, id, sandbox.ToolsDir+"/bin/busybox sha256sum "+sandbox.ToolsDir+"/bin/bash | cut -c1-64"); strings.TrimSpace(got) == "" {
+			t.Errorf("the trusted bash is unreadable: %q", got)
 		}
 	})
 	t.Run("Run", func(t *testing.T) {
@@ -271,6 +315,16 @@ func TestMachine(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(state, id+"*")); len(left) > 0 {
 		t.Errorf("files of a removed machine: %v", left)
 	}
+}
+
+// sha256File is the hex sha256 of file.
+func sha256File(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
 // waitFor runs script until it succeeds, up to a minute.

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,11 +19,15 @@ import (
 // Warm start: a machine booted once and saved (QEMU's migration stream to a
 // file, after its caches were dropped), which later machines restore from in
 // about a second instead of booting for a minute or more under TCG. A warm
-// template is kept per image and memory size under StateDir/warm/<key>/:
-// root.qcow2 (read-only, the booted disk, which each clone's overlay is
-// backed by), state (the memory and devices) and warm.json. Only machines of
-// the template's device layout restore from it: one vCPU, no extra disk, no
-// network, the template's memory; others boot cold.
+// template is kept per device layout under StateDir/warm/<key>/: root.qcow2
+// (read-only, the booted disk, which each clone's overlay is backed by),
+// state (the memory and devices) and warm.json. The layout is what QEMU's
+// device tree and the saved memory depend on: the image, memory, vCPUs, the
+// number of blank disks, the tools disk or not, the NIC or not (layoutKey).
+// A machine of a layout with a template restores from it; others boot cold.
+// Each clone has its own blank disks (new qcow2 files of its own sizes: a
+// size that differs from the template's is announced to the guest with
+// block_resize after the restore) and the image's read-only tools disk.
 //
 // Clones share what the template had in memory: the clock, the RNG state,
 // machine-id, SSH host keys and the host name. Start renews them right
@@ -37,49 +40,72 @@ import (
 // clones made the same SSH host keys (seen in TestWarmStart).
 
 type warmMeta struct {
-	ImageDir  string `json:"image_dir"`
-	MemoryMB  int    `json:"memory_mb"`
-	DiskMB    int    `json:"disk_mb"`
-	MachineID string `json:"machine_id"` // the template's, which clones must not keep
+	ImageDir     string `json:"image_dir"`
+	MemoryMB     int    `json:"memory_mb"`
+	CPUs         int    `json:"cpus"`
+	ExtraDisksMB []int  `json:"extra_disks_mb,omitempty"` // the template's blank disks' sizes
+	Tools        bool   `json:"tools,omitempty"`
+	Network      string `json:"network"`
+	DiskMB       int    `json:"disk_mb"`
+	MachineID    string `json:"machine_id"` // the template's, which clones must not keep
 }
 
-// warmDir is the template directory for image directory dir and memory mb.
-func (r *Runtime) warmDir(dir string, mb int) string {
-	sum := sha256.Sum256([]byte(dir + "\x00" + strconv.Itoa(mb)))
+// layoutKey is what a warm state's device tree and memory depend on, for
+// machine rec: a machine restores only a state saved with the same key.
+func layoutKey(rec *record) string {
+	return fmt.Sprintf("%s\x00mem=%d\x00cpus=%d\x00disks=%d\x00tools=%t\x00net=%s",
+		rec.ImageDir, rec.MemoryMB, rec.CPUs, len(rec.ExtraDisksMB), rec.Tools, rec.Network)
+}
+
+// warmDir is the template directory for machine rec's layout.
+func (r *Runtime) warmDir(rec *record) string {
+	sum := sha256.Sum256([]byte(layoutKey(rec)))
 	return filepath.Join(r.opts.StateDir, "warm", hex.EncodeToString(sum[:8]))
 }
 
 // warmFor returns the complete warm template a machine of rec restores
 // from, or "" when it must boot cold.
 func (r *Runtime) warmFor(rec *record) string {
-	if len(rec.ExtraDisksMB) > 0 || rec.CPUs != 1 || rec.Network != "none" {
-		return ""
+	if isSegment(rec.Network) {
+		return "" // each member's address is its own: no warm segment machines yet
 	}
-	d := r.warmDir(rec.ImageDir, rec.MemoryMB)
+	d := r.warmDir(rec)
 	if _, err := os.Stat(filepath.Join(d, "warm.json")); err != nil {
 		return ""
 	}
 	return d
 }
 
-// PrepareWarm makes the warm template for image and memoryMB unless it is
-// there: it boots a machine cold, waits until systemd says the system is up,
-// drops its caches and saves it. It takes a cold boot's time.
-func (r *Runtime) PrepareWarm(ctx context.Context, image string, memoryMB int) error {
-	dir := r.imageDir(image)
-	if dir == "" {
-		return fmt.Errorf("%w: no machine image %q in %s", sandbox.ErrRuntimeUnavailable, image, r.opts.ImageDir)
+// WarmReady reports whether machines of spec s restore from a warm template
+// (PrepareWarm made one for its layout); false for an invalid spec.
+func (r *Runtime) WarmReady(s sandbox.Spec) bool {
+	rec, err := r.recordOf(s)
+	return err == nil && rec.Warm != ""
+}
+
+// PrepareWarm makes the warm template for the layout of spec s (its image,
+// memory, vCPUs, number of blank disks, tools disk and network; its name,
+// host name, labels and sizes do not matter) unless there is one: it boots a
+// machine of that layout cold, waits until systemd says the system is up,
+// drops its caches and saves it. It takes a cold boot's time. Two
+// concurrent calls for one layout both boot; the first to finish is kept.
+func (r *Runtime) PrepareWarm(ctx context.Context, s sandbox.Spec) error {
+	s.Name, s.Hostname, s.Labels = "warm-template", "", nil
+	rec, err := r.recordOf(s)
+	if err != nil || rec.Warm != "" {
+		return err
 	}
-	wd := r.warmDir(dir, memoryMB)
-	if _, err := os.Stat(filepath.Join(wd, "warm.json")); err == nil {
-		return nil
+	if isSegment(rec.Network) {
+		return fmt.Errorf("%w: no warm start for machines on a segment (network %q)", sandbox.ErrUnsupported, rec.Network)
 	}
-	fi, err := os.Stat(filepath.Join(dir, "base.img"))
+	wd := r.warmDir(rec)
+	fi, err := os.Stat(filepath.Join(rec.ImageDir, "base.img"))
 	if err != nil {
 		return err
 	}
 	baseMB := int((fi.Size() + 1<<20 - 1) >> 20)
-	id, err := r.Create(ctx, sandbox.Spec{Name: "warm-template", Image: image, MemoryBytes: int64(memoryMB) << 20, DiskMB: baseMB})
+	s.DiskMB = baseMB
+	id, err := r.Create(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -96,8 +122,7 @@ func (r *Runtime) PrepareWarm(ctx context.Context, image string, memoryMB int) e
 	// which waits for the next host to connect: the one of each clone.
 	r.ch.closeMachine(id)
 	time.Sleep(time.Second)
-	tmp := wd + ".tmp"
-	os.RemoveAll(tmp)
+	tmp := wd + ".tmp-" + id
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return err
 	}
@@ -112,12 +137,18 @@ func (r *Runtime) PrepareWarm(ctx context.Context, image string, memoryMB int) e
 		return err
 	}
 	os.Chmod(filepath.Join(tmp, "root.qcow2"), 0o400)
-	meta, _ := json.Marshal(warmMeta{ImageDir: dir, MemoryMB: memoryMB, DiskMB: baseMB, MachineID: strings.TrimSpace(out.String())})
+	meta, _ := json.Marshal(warmMeta{ImageDir: rec.ImageDir, MemoryMB: rec.MemoryMB, CPUs: rec.CPUs, ExtraDisksMB: rec.ExtraDisksMB,
+		Tools: rec.Tools, Network: rec.Network, DiskMB: baseMB, MachineID: strings.TrimSpace(out.String())})
 	if err := os.WriteFile(filepath.Join(tmp, "warm.json"), meta, 0o600); err != nil {
 		return err
 	}
-	os.RemoveAll(wd)
-	return os.Rename(tmp, wd)
+	if err := os.Rename(tmp, wd); err != nil {
+		if _, serr := os.Stat(filepath.Join(wd, "warm.json")); serr == nil {
+			return nil // another PrepareWarm made it meanwhile: clones may use it already
+		}
+		return err
+	}
+	return nil
 }
 
 // migrateTo saves machine id's state to file (it is paused after) and waits
@@ -180,16 +211,42 @@ func (r *Runtime) finishWarm(ctx context.Context, rec *record) error {
 		}
 	}
 	restored := time.Now()
-	if rec.DiskMB > meta.DiskMB {
+	// The guest knows the template's disk sizes: announce each of the
+	// clone's that differs (QEMU tells the guest its disk changed size), and
+	// wait below until the guest sees them.
+	wait := ""
+	if rec.DiskMB != meta.DiskMB {
 		if err := r.qmp(rec.ID, 5*time.Second, "block_resize", map[string]any{"device": "root", "size": int64(rec.DiskMB) << 20}, nil); err != nil {
 			return err
 		}
+		wait += fmt.Sprintf(" vda:%d", int64(rec.DiskMB)<<11)
+	}
+	for i, mb := range rec.ExtraDisksMB {
+		if i < len(meta.ExtraDisksMB) && meta.ExtraDisksMB[i] == mb {
+			continue
+		}
+		if err := r.qmp(rec.ID, 5*time.Second, "block_resize", map[string]any{"device": fmt.Sprintf("disk%d", i+1), "size": int64(mb) << 20}, nil); err != nil {
+			return err
+		}
+		wait += fmt.Sprintf(" vd%c:%d", 'b'+i, int64(mb)<<11)
+	}
+	if wait != "" {
+		wait = "for d in" + wait + `; do # the disks' new sizes in sectors, once the guest sees them
+	i=0
+	while [ "$(cat /sys/block/${d%:*}/size)" != "${d#*:}" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+done
+`
+	}
+	tools := ""
+	if rec.Tools {
+		tools = "/usr/local/lib/tuxlab/mount-tools"
 	}
 	seed, machineID := make([]byte, 64), make([]byte, 16)
 	rand.Read(seed)
 	rand.Read(machineID)
 	now := time.Now()
 	script := fmt.Sprintf(`set -e
+%s%s
 date -u -s @%d.%03d >/dev/null
 cat >/dev/urandom
 perl -e 'open(my $f, "<", "/dev/urandom") or die; ioctl($f, 0x5207, 0) or die "RNDRESEEDCRNG: $!\n"'
@@ -201,7 +258,7 @@ ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key
 printf '%%s\n' %s >/etc/hostname
 hostname %s
 resize2fs /dev/vda >/dev/null 2>&1 || true
-`, now.Unix(), now.Nanosecond()/1e6, hex.EncodeToString(machineID), quote(rec.Hostname), quote(rec.Hostname))
+`, wait, tools, now.Unix(), now.Nanosecond()/1e6, hex.EncodeToString(machineID), quote(rec.Hostname), quote(rec.Hostname))
 	var errOut strings.Builder
 	code, err := r.Run(ctx, rec.ID, sandbox.ExecSpec{Cmd: []string{"/bin/sh", "-c", script}, User: "root"}, strings.NewReader(string(seed)), io.Discard, &errOut)
 	if err != nil || code != 0 {

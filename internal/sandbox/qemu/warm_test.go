@@ -3,6 +3,7 @@ package qemu_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,16 +15,34 @@ import (
 	"tuxlab/internal/sandbox/qemu"
 )
 
-// TestWarmStart saves a booted machine and restores two machines from it:
-// each gets its own machine-id, SSH host keys, host name, the host's clock
-// and its own disk bound, none of them the template's.
+// TestWarmStart saves a booted machine of a template's layout (two blank
+// disks and the tools disk) and restores two machines from it: each gets its
+// own machine-id, SSH host keys, host name, the host's clock, its own disk
+// bound and its own blank disks of its own sizes, none of them the
+// template's, and the tools mounted.
 func TestWarmStart(t *testing.T) {
 	t.Parallel()
 	rt, state := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*bootTimeout)
 	defer cancel()
-	if err := rt.PrepareWarm(ctx, qemu.DefaultImage, 512); err != nil {
+	tools, err := rt.ToolsVolume(ctx, sandbox.DefaultToolsImage)
+	if err != nil {
+		t.Fatalf("ToolsVolume: %v", err)
+	}
+	layout := sandbox.Spec{Image: qemu.DefaultImage, MemoryBytes: 512 << 20, ExtraDisksMB: []int{64, 64}, ToolsVolume: tools}
+	if rt.WarmReady(layout) {
+		t.Fatalf("WarmReady before PrepareWarm")
+	}
+	if err := rt.PrepareWarm(ctx, layout); err != nil {
 		t.Fatalf("PrepareWarm: %v", err)
+	}
+	if !rt.WarmReady(layout) {
+		t.Errorf("WarmReady after PrepareWarm = false")
+	}
+	other := layout
+	other.ExtraDisksMB = []int{64}
+	if rt.WarmReady(other) {
+		t.Errorf("WarmReady for one blank disk, from a template with two = true")
 	}
 	metas, _ := filepath.Glob(filepath.Join(state, "warm", "*", "warm.json"))
 	if len(metas) != 1 {
@@ -37,8 +56,11 @@ func TestWarmStart(t *testing.T) {
 	}
 
 	seen := map[string]string{meta.MachineID: "the template"}
+	bootIDs := map[string]bool{}
 	for i, host := range []string{"warm1", "warm2"} {
-		id, err := rt.Create(ctx, sandbox.Spec{Name: host, Image: qemu.DefaultImage, Hostname: host, User: "learner", MemoryBytes: 512 << 20, DiskMB: 2048})
+		// The second blank disk's size differs from the template's.
+		id, err := rt.Create(ctx, sandbox.Spec{Name: host, Image: qemu.DefaultImage, Hostname: host, User: "learner", MemoryBytes: 512 << 20, DiskMB: 2048,
+			ExtraDisksMB: []int{64, 256}, ToolsVolume: tools})
 		if err != nil {
 			t.Fatalf("Create: %v", err)
 		}
@@ -70,6 +92,22 @@ func TestWarmStart(t *testing.T) {
 		if out := run(t, ctx, rt, id, "sudo -n -u learner id -un"); strings.TrimSpace(out) != "learner" {
 			t.Errorf("machine %d: %q", i+1, out)
 		}
+		// Its own blank disks, of its sizes: the first machine's writes are
+		// not in the second's. The tools are mounted, read-only.
+		disks := strings.Join(strings.Fields(run(t, ctx, rt, id, "lsblk -dn -b -o NAME,SIZE /dev/vdb /dev/vdc; od -An -c -N 5 /dev/vdb")), " ")
+		want := fmt.Sprintf("vdb %d vdc %d", 64<<20, 256<<20)
+		if !strings.HasPrefix(disks, want) || !strings.HasSuffix(disks, `\0 \0 \0 \0 \0`) {
+			t.Errorf("machine %d's blank disks: %q; want %q and zeros on vdb", i+1, disks, want)
+		}
+		run(t, ctx, rt, id, "printf clone > /dev/vdb; sync")
+		if out := run(t, ctx, rt, id, "findmnt -rn -o OPTIONS "+sandbox.ToolsDir+" && "+sandbox.ToolsDir+"/bin/bash -c 'echo ok'"); !strings.HasPrefix(out, "ro,") || !strings.HasSuffix(out, "ok\n") {
+			t.Errorf("machine %d's tools: %q", i+1, out)
+		}
+		// Restored, not booted: the kernel's boot id is the template's in both.
+		bootIDs[strings.TrimSpace(run(t, ctx, rt, id, "cat /proc/sys/kernel/random/boot_id"))] = true
+	}
+	if len(bootIDs) != 1 {
+		t.Errorf("the clones' boot ids %v differ: they booted instead of restoring the template", bootIDs)
 	}
 }
 
@@ -78,7 +116,7 @@ func TestWarmStart(t *testing.T) {
 func BenchmarkWarmStart(b *testing.B) {
 	rt, state := newRuntime(b)
 	ctx := context.Background()
-	if err := rt.PrepareWarm(ctx, qemu.DefaultImage, 512); err != nil {
+	if err := rt.PrepareWarm(ctx, sandbox.Spec{Image: qemu.DefaultImage, MemoryBytes: 512 << 20}); err != nil {
 		b.Fatal(err)
 	}
 	var rss float64

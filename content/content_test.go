@@ -227,6 +227,48 @@ func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 	}
 }
 
+// TestBundledKeysAreSpread: the bundled exams' keys do not sit at one
+// position of the authored options (issue 20: option 0 was the answer of 15
+// of 17 single-choice questions and part of all 13 multiple-choice keys).
+// Attempts show the options shuffled; the files are balanced all the same,
+// for exports and any client that shows the authored order. No position is
+// the answer of more than a third of the single-choice questions, and each
+// position is in at most four fifths of the multiple-choice keys.
+func TestBundledKeysAreSpread(t *testing.T) {
+	t.Parallel()
+	files, err := exam.ReadFiles(content.Curriculum())
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, multi := map[int]int{}, map[int]int{}
+	var singles, multis int
+	for _, f := range files {
+		for _, q := range f.Questions {
+			switch q.Kind {
+			case exam.SingleChoice:
+				singles++
+				single[*q.Answer]++
+			case exam.MultipleChoice:
+				multis++
+				for _, a := range q.Answers {
+					multi[a]++
+				}
+			}
+		}
+	}
+	for pos, n := range single {
+		if 3*n > singles {
+			t.Errorf("option %d is the answer of %d of %d single-choice questions", pos, n, singles)
+		}
+	}
+	for pos, n := range multi {
+		if 5*n > 4*multis {
+			t.Errorf("option %d is in %d of %d multiple-choice keys", pos, n, multis)
+		}
+	}
+	t.Logf("single-choice keys by position %v of %d; multiple-choice keys holding each position %v of %d", single, singles, multi, multis)
+}
+
 // survivalCases say, per bundled exam with a practical question asking for a
 // process that keeps running after the terminal closes, how to start that
 // process in a terminal so that the hangup of its closing would end it

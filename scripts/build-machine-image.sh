@@ -224,6 +224,11 @@ printf '[Match]\nName=eth0\n\n[Network]\nAddress=%s\nLinkLocalAddressing=no\nIPv
 self=$(hostname) own=${addr%/*}
 tmp=$(mktemp)
 grep -v '# tuxlab-segment$' /etc/hosts >"$tmp" || true
+# Members the driver announced since this boot began (they joined after it)
+# stay: networkd may start after the announcement.
+grep '# tuxlab-segment$' /etc/hosts | while read -r ip name _; do
+	case ",$hosts," in *",$name="*) ;; *) printf '%s\t%s # tuxlab-segment\n' "$ip" "$name" >>"$tmp" ;; esac
+done
 echo "$hosts" | tr ',' '\n' | while IFS='=' read -r name ip; do
 	[ -n "$name" ] || continue
 	[ "$name" != "$self" ] || [ "$ip" = "$own" ] || continue

@@ -139,10 +139,13 @@ func (r *Runtime) client(ctx context.Context, id string) (*ssh.Client, error) {
 			r.ch.mu.Lock()
 			r.ch.clients[id] = cl
 			r.ch.mu.Unlock()
+			done := make(chan struct{})
 			go func() { // forget it once it breaks (the guest rebooted, sshd ended)
 				cl.Wait()
+				close(done)
 				r.ch.drop(id, cl)
 			}()
+			go r.keepAlive(id, cl, done)
 			return cl, nil
 		}
 		last = err
@@ -157,6 +160,46 @@ func (r *Runtime) client(ctx context.Context, id string) (*ssh.Client, error) {
 		return nil, fmt.Errorf("%w (machine %s's channel: %v; console's end: %q)", ctx.Err(), id, last, tail)
 	}
 	return nil, fmt.Errorf("%w (machine %s not answering; console's end: %q)", ctx.Err(), id, tail)
+}
+
+// Keepalives: a guest that reboots or powers off under a connection does
+// not always end it (QEMU keeps the host's end of the port open across a
+// reset), so a connection whose guest no longer answers a keepalive within
+// keepAliveTimeout is dropped; its sessions then end, and a terminal says the
+// machine is restarting. The timeout is generous: a guest under emulation on
+// a busy host answers slowly, and a false alarm ends a learner's shell.
+const (
+	keepAliveEvery   = 10 * time.Second
+	keepAliveTimeout = 45 * time.Second
+)
+
+// keepAlive checks connection cl of machine id until done is closed (it
+// broke, or was dropped), dropping it when the guest stops answering.
+func (r *Runtime) keepAlive(id string, cl *ssh.Client, done <-chan struct{}) {
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		answered := make(chan struct{})
+		go func() {
+			// Any answer counts: OpenSSH refuses the request, which is one.
+			cl.SendRequest("keepalive@openssh.com", true, nil)
+			close(answered)
+		}()
+		select {
+		case <-answered:
+		case <-done:
+			return
+		case <-time.After(keepAliveTimeout):
+			r.log.Info("machine channel: no answer to a keepalive; dropping the connection (a reboot or poweroff?)", "machine", id)
+			r.ch.drop(id, cl)
+			return
+		}
+	}
 }
 
 // lockContext locks mu unless ctx ends first.

@@ -88,6 +88,9 @@ type Runtime struct {
 	key   ssh.Signer
 	ch    channels
 	locks sync.Map // machine id → *sync.Mutex: one lifecycle change at a time
+	// hostsWritten is, per machine id, the segment's members last written
+	// into its /etc/hosts (syncHosts).
+	hostsWritten sync.Map
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)

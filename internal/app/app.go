@@ -24,6 +24,7 @@ import (
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/mail"
 	"tuxlab/internal/metrics"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
@@ -50,6 +51,10 @@ type App struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
+	// Mail is the mail queue; its worker runs in Background. Resets is
+	// password reset by mail, off without TUXLAB_SMTP_URL.
+	Mail   *mail.Queue
+	Resets *auth.Resets
 
 	engine  *docker.Runtime  // the engine client, closed last (nil: no engine configured)
 	metrics *metrics.Metrics // the domains' collectors, on /metrics
@@ -95,6 +100,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
 	})
+	if err := a.openMail(); err != nil {
+		return nil, err
+	}
 	a.Lessons = lesson.NewService(db.Lessons(), db.Activity(), cfg.Now)
 	a.Labs = lab.NewService(db.Labs(), a.metrics.Checks(a.Sandboxes, metrics.KindLab), lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
@@ -105,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
-		UI: web.New(),
+		UI: web.New(), Resets: a.Resets,
 	})
 	a.registerMetrics()
 	return a, nil
@@ -120,6 +128,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 // ctx bounds the start only: nothing Start begins outlives Close.
 func (a *App) Start(ctx context.Context) error {
 	a.DB.ListenUsers(ctx, a.Config.DatabaseURL, a.Log)
+	if a.Resets.Enabled() {
+		a.Log.Info("password reset by mail on", "smtp", a.Config.LogAttrsSMTP(), "public_url", a.Config.PublicURL)
+	} else {
+		a.Log.Info("password reset off: no TUXLAB_SMTP_URL, so /api/auth/forgot-password and /api/auth/reset-password answer 503 (docs/accounts.md)")
+	}
 	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 		return fmt.Errorf("seed sandbox templates: %w", err)
 	}
@@ -288,6 +301,23 @@ func (a *App) registerMetrics() {
 	}, func() float64 { return float64(a.Sandboxes.WarmTotal()) }))
 }
 
+// openMail sets up the mail queue and password reset on it: without
+// TUXLAB_SMTP_URL the queue has no sender and reset is off.
+func (a *App) openMail() error {
+	cfg := a.Config
+	o := mail.Options{From: cfg.MailFrom, Log: a.Log, Now: cfg.Now, Poll: cfg.MailPoll, RetryBase: cfg.MailRetryBase}
+	if cfg.SMTPURL != "" {
+		srv, err := mail.ParseServer(string(cfg.SMTPURL))
+		if err != nil {
+			return fmt.Errorf("TUXLAB_SMTP_URL: %w", err)
+		}
+		o.Sender = &mail.SMTP{Server: srv}
+	}
+	a.Mail = mail.New(a.DB.Mail(), o)
+	a.Resets = a.Auth.NewResets(auth.ResetOptions{Store: a.DB.Resets(), Mail: a.Mail, PublicURL: cfg.PublicURL, LimitsNow: cfg.RateLimitNow})
+	return nil
+}
+
 // openSandboxes sets up the sandbox service on the configured engine's
 // client, without asking the engine anything: a missing engine is not fatal,
 // sandbox routes answer 503 until it appears.
@@ -335,11 +365,15 @@ func diskMB(mb int) int {
 }
 
 // Background runs the periodic work (sandbox lifecycle and reconciliation,
-// the disk watch, the warm pool and its heartbeat) until ctx ends, and
-// returns when it has stopped (the warm pool removed). Serve runs it; a
-// caller that runs it itself must wait for it before Close.
+// the disk watch, the warm pool and its heartbeat, the mail queue's worker)
+// until ctx ends, and returns when it has stopped (the warm pool removed,
+// the last mail's delivery recorded). Serve runs it; a caller that runs it
+// itself must wait for it before Close.
 func (a *App) Background(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Mail.Run(ctx) })
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
+	wg.Wait()
 }
 
 // Close ends the terminals still open (their processes killed; see

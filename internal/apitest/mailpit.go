@@ -146,6 +146,9 @@ func (m *Mailpit) Stop() {
 // URL is the TUXLAB_SMTP_URL of this server (no authentication, no TLS).
 func (m *Mailpit) URL() string { return "smtp://127.0.0.1:" + strconv.Itoa(m.SMTPPort) }
 
+// HTTPURL is the address of Mailpit's web page and API.
+func (m *Mailpit) HTTPURL() string { return "http://127.0.0.1:" + strconv.Itoa(m.HTTPPort) }
+
 func (m *Mailpit) api(path string) string {
 	return "http://127.0.0.1:" + strconv.Itoa(m.HTTPPort) + path
 }

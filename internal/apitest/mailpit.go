@@ -29,6 +29,7 @@ type Mailpit struct {
 	SMTPPort int
 	HTTPPort int
 	dir      string
+	args     []string // more of mailpit's flags
 	cmd      *exec.Cmd
 	done     chan struct{}
 }
@@ -66,10 +67,11 @@ func fileExists(p string) bool {
 
 // NewMailpit picks two free ports for a Mailpit and starts it unless
 // stopped is true (Start starts it later, as a mail server that comes
-// back). It is stopped when t ends.
-func NewMailpit(t testing.TB, stopped bool) *Mailpit {
+// back), with args added to its flags (TLS, authentication). It is stopped
+// when t ends.
+func NewMailpit(t testing.TB, stopped bool, args ...string) *Mailpit {
 	t.Helper()
-	m := &Mailpit{t: t, bin: NeedMailpit(t), SMTPPort: freePort(t), HTTPPort: freePort(t), dir: t.TempDir()}
+	m := &Mailpit{t: t, bin: NeedMailpit(t), SMTPPort: freePort(t), HTTPPort: freePort(t), dir: t.TempDir(), args: args}
 	t.Cleanup(m.Stop)
 	if !stopped {
 		m.Start()
@@ -91,8 +93,9 @@ func freePort(t testing.TB) int {
 // Start runs mailpit and waits until its API answers.
 func (m *Mailpit) Start() {
 	m.t.Helper()
-	m.cmd = exec.Command(m.bin, "--smtp", "127.0.0.1:"+strconv.Itoa(m.SMTPPort), "--listen", "127.0.0.1:"+strconv.Itoa(m.HTTPPort),
-		"--database", filepath.Join(m.dir, "mailpit.db"), "--disable-version-check", "--quiet")
+	args := append([]string{"--smtp", "127.0.0.1:" + strconv.Itoa(m.SMTPPort), "--listen", "127.0.0.1:" + strconv.Itoa(m.HTTPPort),
+		"--database", filepath.Join(m.dir, "mailpit.db"), "--disable-version-check", "--quiet"}, m.args...)
+	m.cmd = exec.Command(m.bin, args...)
 	out, err := os.Create(filepath.Join(m.dir, "mailpit.log"))
 	if err != nil {
 		m.t.Fatal(err)

@@ -49,6 +49,8 @@ async function expectError(re) {
 let linkPath;
 await step("ask for a reset mail from the sign-in page", async () => {
   await page.goto(base + "/signin");
+  await page.waitForSelector('a[href="/forgot-password"]');
+  await check("sign-in");
   await page.click('a[href="/forgot-password"]');
   await page.waitForSelector('input[name="email"]');
   expect(new URL(page.url()).pathname === "/forgot-password", `the page is ${page.url()}`);

@@ -372,3 +372,19 @@ func TestPasswordResetOff(t *testing.T) {
 		}
 	})
 }
+
+// TestPasswordResetEndsTerminals: a reset ends the account's open terminals
+// at once, with the reason, as a password change does.
+func TestPasswordResetEndsTerminals(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.CreateUser("ivy", "student")
+		c := createSandbox(t, e, u.Token, busyboxTemplate(t, e))
+		tc := e.OpenTerminal(t, c.TerminalURL, u.Token, 80, 24)
+		tc.Exchange("echo ready-$((1+1))\n", "ready-2")
+		forgot(e, "ivy@tuxlab.org").Expect(t, http.StatusOK)
+		resetPassword(e, queuedToken(t, e), "ivy's new password").Expect(t, http.StatusOK)
+		tc.ExpectClosed(401, "The password of this account changed: sign in again")
+	}, noSMTP, func(c *config.Config) { c.TerminalPingInterval = time.Hour })
+}

@@ -296,6 +296,22 @@ func (a *App) registerMetrics() {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_terminals_open", Help: "Terminal WebSockets open on this process.",
 	}, func() float64 { return float64(a.Terminals.Open()) }))
+	mailGauge := func(name, help string, pick func(waiting, failed int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			waiting, failed, err := a.DB.Mail().CountMail(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(pick(waiting, failed))
+		})
+	}
+	reg.MustRegister(
+		mailGauge("tuxlab_mail_waiting", "Mail queued and not sent yet (due or waiting for a retry), every replica's.",
+			func(w, _ int) int { return w }),
+		mailGauge("tuxlab_mail_failed", "Mail given up: the server refused it for good or every attempt failed (docs/accounts.md).",
+			func(_, f int) int { return f }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_sandboxes_warm", Help: "Warm sandboxes ready to hand out in this process's pool.",
 	}, func() float64 { return float64(a.Sandboxes.WarmTotal()) }))

@@ -172,11 +172,18 @@ func TestPasswordResetMailWaitsForTheServer(t *testing.T) {
 			if attempts < 1 || !strings.Contains(lastError, "connect") {
 				t.Fatalf("attempts %d, last error %q: want a failed connection recorded", attempts, lastError)
 			}
+			if m := string(e.Get("/metrics", "").Expect(t, 200).Body); !strings.Contains(m, "tuxlab_mail_waiting 1\n") {
+				t.Errorf("metrics do not show the mail waiting:\n%s", grepLines(m, "tuxlab_mail"))
+			}
 			mp.Start()
 			token := tokenOf(t, mp.WaitFor("bob@tuxlab.org").Text)
 			resetPassword(e, token, "brand new pw").Expect(t, http.StatusOK)
 			if n := len(mp.Messages()); n != 1 {
 				t.Fatalf("%d mails received, want 1", n)
+			}
+			m := string(e.Get("/metrics", "").Expect(t, 200).Body)
+			if !strings.Contains(m, "tuxlab_mail_waiting 0\n") || !strings.Contains(m, "tuxlab_mail_failed 0\n") {
+				t.Errorf("metrics after delivery:\n%s", grepLines(m, "tuxlab_mail"))
 			}
 		})
 	}
@@ -387,4 +394,15 @@ func TestPasswordResetEndsTerminals(t *testing.T) {
 		resetPassword(e, queuedToken(t, e), "ivy's new password").Expect(t, http.StatusOK)
 		tc.ExpectClosed(401, "The password of this account changed: sign in again")
 	}, noSMTP, func(c *config.Config) { c.TerminalPingInterval = time.Hour })
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -76,3 +76,11 @@ func (s *MailStore) MailFailed(ctx context.Context, id int64, why string, next t
 	_, err := s.q(ctx).ExecContext(ctx, q, why, next, id)
 	return translate(err)
 }
+
+// CountMail counts the rows waiting to be sent (due or not) and those given up.
+func (s *MailStore) CountMail(ctx context.Context) (waiting, failed int, err error) {
+	err = s.q(ctx).QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN sent_at IS NULL AND failed_at IS NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN failed_at IS NOT NULL THEN 1 ELSE 0 END), 0) FROM mail_outbox`).Scan(&waiting, &failed)
+	return waiting, failed, err
+}

@@ -297,7 +297,7 @@ var seamReads = map[string][]string{
 	"Exams": {"FindExams", "FindExamByID", "FindExamBySlug", "FindEndedAttemptSandboxes", "CountAttempts", "FindAttemptByID", "FindOpenAttempt",
 		"FindUserAttempts"},
 	"Profiles": {"FindProfile"},
-	"Mail":     {},
+	"Mail":     {"CountMail"},
 	"Resets":   {"FindUserByEmail", "FindPasswordReset"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }

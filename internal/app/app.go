@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -327,7 +328,12 @@ func (a *App) openMail() error {
 		if err != nil {
 			return fmt.Errorf("TUXLAB_SMTP_URL: %w", err)
 		}
-		o.Sender = &mail.SMTP{Server: srv}
+		// EHLO names the site's host, as a mail server expects a name of the client's.
+		hello := "localhost"
+		if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+			hello = u.Hostname()
+		}
+		o.Sender = &mail.SMTP{Server: srv, HelloName: hello}
 	}
 	a.Mail = mail.New(a.DB.Mail(), o)
 	a.Resets = a.Auth.NewResets(auth.ResetOptions{Store: a.DB.Resets(), Mail: a.Mail, PublicURL: cfg.PublicURL, LimitsNow: cfg.RateLimitNow})

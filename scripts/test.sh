@@ -19,6 +19,11 @@
 # from the debian image): installed and built when missing, then
 # TUXLAB_TEST_MACHINE=1. TUXLAB_TEST_NO_MACHINE=1 skips that (the tests skip).
 #
+# The password reset tests send mail to a real SMTP server: Mailpit, installed
+# from the Go module proxy into Go's bin directory when missing, and started by
+# the tests themselves on free ports. TUXLAB_TEST_SMTP=1 then makes a missing
+# mailpit fail them. TUXLAB_TEST_NO_SMTP=1 skips that set-up (the tests skip).
+#
 # The browser test drives headless Chromium through the web interface; the script
 # installs chromium and node (apt) and e2e's playwright-core (npm ci), then sets
 # TUXLAB_TEST_BROWSER=1. TUXLAB_TEST_NO_BROWSER=1 skips that set-up (the test skips).
@@ -102,6 +107,23 @@ if [ -z "${TUXLAB_TEST_NO_MACHINE:-}" ] && [ -n "${TUXLAB_TEST_DOCKER:-}" ]; the
 		say "CI needs QEMU and the machine image for the machine tests"; exit 1
 	else
 		say "no QEMU or machine image: the machine tests will skip (TUXLAB_TEST_MACHINE is not set)"
+	fi
+fi
+
+# Mailpit, the SMTP server of the password reset tests (internal/httpapi/reset_test.go).
+mailpit_version=v1.33.1
+if [ -z "${TUXLAB_TEST_NO_SMTP:-}" ]; then
+	gobin=$(go env GOBIN)
+	gobin=${gobin:-$(go env GOPATH)/bin}
+	if [ ! -x "$gobin/mailpit" ] || ! go version -m "$gobin/mailpit" 2>/dev/null | grep -q "mod[[:space:]]*github.com/axllent/mailpit[[:space:]]*$mailpit_version"; then
+		say "installing mailpit $mailpit_version (go install)"
+		if ! GOBIN="$gobin" go install "github.com/axllent/mailpit@$mailpit_version"; then
+			if [ -n "${CI:-}" ]; then say "CI needs mailpit for the password reset tests"; exit 1; fi
+			say "no mailpit: the SMTP tests will skip (TUXLAB_TEST_SMTP is not set)"
+		fi
+	fi
+	if [ -x "$gobin/mailpit" ]; then
+		export TUXLAB_TEST_SMTP=1 TUXLAB_TEST_MAILPIT="$gobin/mailpit"
 	fi
 fi
 

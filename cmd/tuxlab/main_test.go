@@ -136,6 +136,8 @@ func TestServeShutsDownGracefully(t *testing.T) {
 	// A generous grace: the in-flight registration hashes at production cost,
 	// which takes long under the race detector on a busy machine.
 	srv := startServe(ctx, env, "--shutdown-grace", "2m")
+	// Without TUXLAB_SMTP_URL the start says that password reset is off.
+	waitForLog(t, srv.log, "password reset off: no TUXLAB_SMTP_URL, so /api/auth/forgot-password and /api/auth/reset-password answer 503 (docs/accounts.md)")
 	addr := waitForLog(t, srv.log, "serving").Addr
 	shuttingDown := make(chan struct{})
 	go func() {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"tuxlab/internal/httpapi"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/mail"
 	"tuxlab/internal/metrics"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
@@ -52,6 +54,10 @@ type App struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Server    *httpapi.Server
+	// Mail is the mail queue; its worker runs in Background. Resets is
+	// password reset by mail, off without TUXLAB_SMTP_URL.
+	Mail   *mail.Queue
+	Resets *auth.Resets
 
 	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
 	// machines is the machine driver (nil: no QEMU here, or TUXLAB_MACHINES=off).
@@ -99,6 +105,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
 	})
+	if err := a.openMail(); err != nil {
+		return nil, err
+	}
 	a.Lessons = lesson.NewService(db.Lessons(), db.Activity(), cfg.Now)
 	a.Labs = lab.NewService(db.Labs(), a.metrics.Checks(a.Sandboxes, metrics.KindLab), lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,
 		CheckBudget: cfg.LabCheckBudget, AttemptsPerDay: cfg.LabAttemptsPerDay, Log: log, Activity: db.Activity(), Now: cfg.Now})
@@ -109,7 +118,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
-		UI: web.New(),
+		UI: web.New(), Resets: a.Resets,
 	})
 	a.registerMetrics()
 	return a, nil
@@ -124,6 +133,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 // ctx bounds the start only: nothing Start begins outlives Close.
 func (a *App) Start(ctx context.Context) error {
 	a.DB.ListenUsers(ctx, a.Config.DatabaseURL, a.Log)
+	if a.Resets.Enabled() {
+		a.Log.Info("password reset by mail on", "smtp", a.Config.LogAttrsSMTP(), "public_url", a.Config.PublicURL)
+	} else {
+		a.Log.Info("password reset off: no TUXLAB_SMTP_URL, so /api/auth/forgot-password and /api/auth/reset-password answer 503 (docs/accounts.md)")
+	}
 	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 		return fmt.Errorf("seed sandbox templates: %w", err)
 	}
@@ -308,9 +322,47 @@ func (a *App) registerMetrics() {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_terminals_open", Help: "Terminal WebSockets open on this process.",
 	}, func() float64 { return float64(a.Terminals.Open()) }))
+	mailGauge := func(name, help string, pick func(waiting, failed int) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			waiting, failed, err := a.DB.Mail().CountMail(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(pick(waiting, failed))
+		})
+	}
+	reg.MustRegister(
+		mailGauge("tuxlab_mail_waiting", "Mail queued and not sent yet (due or waiting for a retry), every replica's.",
+			func(w, _ int) int { return w }),
+		mailGauge("tuxlab_mail_failed", "Mail given up: the server refused it for good or every attempt failed (docs/accounts.md).",
+			func(_, f int) int { return f }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tuxlab_sandboxes_warm", Help: "Warm sandboxes ready to hand out in this process's pool.",
 	}, func() float64 { return float64(a.Sandboxes.WarmTotal()) }))
+}
+
+// openMail sets up the mail queue and password reset on it: without
+// TUXLAB_SMTP_URL the queue has no sender and reset is off.
+func (a *App) openMail() error {
+	cfg := a.Config
+	o := mail.Options{From: cfg.MailFrom, Log: a.Log, Now: cfg.Now, Poll: cfg.MailPoll, RetryBase: cfg.MailRetryBase}
+	if cfg.SMTPURL != "" {
+		srv, err := mail.ParseServer(string(cfg.SMTPURL))
+		if err != nil {
+			return fmt.Errorf("TUXLAB_SMTP_URL: %w", err)
+		}
+		// EHLO names the site's host, as a mail server expects a name of the client's.
+		hello := "localhost"
+		if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+			hello = u.Hostname()
+		}
+		o.Sender = &mail.SMTP{Server: srv, HelloName: hello}
+	}
+	a.Mail = mail.New(a.DB.Mail(), o)
+	a.Resets = a.Auth.NewResets(auth.ResetOptions{Store: a.DB.Resets(), Mail: a.Mail, PublicURL: cfg.PublicURL, LimitsNow: cfg.RateLimitNow})
+	return nil
 }
 
 // openSandboxes sets up the sandbox service on the configured engine's
@@ -386,11 +438,13 @@ func diskMB(mb int) int {
 }
 
 // Background runs the periodic work (sandbox lifecycle and reconciliation,
-// the disk watch, the warm pool and its heartbeat) until ctx ends, and
-// returns when it has stopped (the warm pool removed). Serve runs it; a
-// caller that runs it itself must wait for it before Close.
+// the disk watch, the warm pool and its heartbeat, the mail queue's worker)
+// until ctx ends, and returns when it has stopped (the warm pool removed,
+// the last mail's delivery recorded). Serve runs it; a caller that runs it
+// itself must wait for it before Close.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Go(func() { a.Mail.Run(ctx) })
 	if a.machines != nil {
 		wg.Go(func() { a.machineAccel(ctx) })
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tuxlab/internal/mail"
 )
 
 // Environments tuxlab runs in.
@@ -43,6 +46,10 @@ type Config struct {
 	// BcryptCost lowers the cost of password hashes for tests (0: the
 	// production cost, 12). Not read from the environment.
 	BcryptCost int
+	// MailPoll and MailRetryBase tune the mail queue's worker (0: its
+	// defaults, 5s and 30s). Not read from the environment: tests shorten
+	// them.
+	MailPoll, MailRetryBase time.Duration
 	// TerminalPingInterval is how often a terminal pings its client and
 	// checks its user again (0: 30s). Not read from the environment: tests
 	// set it.
@@ -102,6 +109,11 @@ type Config struct {
 	// modules at start (TUXLAB_BUNDLED_CURRICULUM, default true).
 	BundledCurriculum bool
 
+	// Mail (password reset). SMTPURL empty turns it off.
+	SMTPURL   Secret // TUXLAB_SMTP_URL: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://...:465
+	MailFrom  string // TUXLAB_MAIL_FROM: the From of tuxlab's mail, such as "tuxlab <noreply@example.org>"
+	PublicURL string // TUXLAB_PUBLIC_URL: the site's address as users reach it, for links in mail (no trailing slash)
+
 	BootstrapAdmin string // TUXLAB_BOOTSTRAP_ADMIN: "username:email" created as admin on a database with none
 	// BootstrapAdminPassword comes from TUXLAB_BOOTSTRAP_ADMIN_PASSWORD.
 	BootstrapAdminPassword Secret
@@ -123,7 +135,7 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // FileSecrets are the variables that may instead name a file holding the
 // value, as NAME_FILE (Docker and systemd credentials, Kubernetes secrets):
 // secrets then stay out of the environment, which other processes can read.
-var FileSecrets = []string{"SECRET_KEY", "DATABASE_URL", "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD", "TUXLAB_METRICS_TOKEN"}
+var FileSecrets = []string{"SECRET_KEY", "DATABASE_URL", "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD", "TUXLAB_METRICS_TOKEN", "TUXLAB_SMTP_URL"}
 
 // withFileSecrets wraps getenv so that NAME reads the file NAME_FILE names.
 func withFileSecrets(getenv func(string) string) (func(string) string, error) {
@@ -258,6 +270,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.DatabaseURL != "" && !IsPostgresURL(c.DatabaseURL) && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
 		env.fail(errors.New("DATABASE_URL must start with postgres://, postgresql:// or sqlite: (or be unset for SQLite in the data directory)"))
 	}
+	c.loadMail(getenv, &env)
 	if c.Env == Production && len(c.SecretKey) < MinSecretBytes {
 		env.fail(fmt.Errorf("production needs SECRET_KEY of at least %d bytes: generate one with 'openssl rand -hex 32'", MinSecretBytes))
 	}
@@ -269,6 +282,39 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, errors.Join(env.errs...)
+}
+
+// loadMail reads the mail settings: an SMTP URL turns password reset on,
+// and then needs a From address and the site's public address (in
+// development, http://TUXLAB_ADDR when unset).
+func (c *Config) loadMail(getenv func(string) string, env *envParser) {
+	c.SMTPURL = Secret(getenv("TUXLAB_SMTP_URL"))
+	c.MailFrom = strings.TrimSpace(getenv("TUXLAB_MAIL_FROM"))
+	c.PublicURL = strings.TrimRight(strings.TrimSpace(getenv("TUXLAB_PUBLIC_URL")), "/")
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			env.fail(fmt.Errorf("TUXLAB_PUBLIC_URL must be the site's address such as https://tuxlab.example.org, not %q", c.PublicURL))
+		}
+	}
+	if c.SMTPURL == "" {
+		return
+	}
+	if _, err := mail.ParseServer(string(c.SMTPURL)); err != nil {
+		env.fail(fmt.Errorf("TUXLAB_SMTP_URL: %w", err))
+	}
+	if a, err := netmail.ParseAddress(c.MailFrom); err != nil {
+		env.fail(fmt.Errorf("TUXLAB_SMTP_URL needs TUXLAB_MAIL_FROM, the From of its mail, such as \"tuxlab <noreply@example.org>\" (not %q)", c.MailFrom))
+	} else if strings.ContainsAny(c.MailFrom, "\r\n") || !strings.Contains(a.Address, "@") {
+		env.fail(fmt.Errorf("TUXLAB_MAIL_FROM must be one address such as \"tuxlab <noreply@example.org>\", not %q", c.MailFrom))
+	}
+	if c.PublicURL == "" {
+		if c.Env == Production {
+			env.fail(errors.New("TUXLAB_SMTP_URL needs TUXLAB_PUBLIC_URL in production: the site's address (such as https://tuxlab.example.org) that reset links in mail point to"))
+		} else {
+			c.PublicURL = "http://" + c.Addr
+		}
+	}
 }
 
 // CheckServe reports what a server needs beyond what every command does: in
@@ -353,8 +399,20 @@ func (c Config) LogAttrs() []any {
 	return []any{
 		"env", c.Env, "addr", c.Addr, "data_dir", c.DataDir, "database", db,
 		"secret_key", c.SecretKey, "token_ttl", c.TokenTTL.String(), "cors_origins", c.CORSOrigins,
-		"debug_addr", c.DebugAddr,
+		"debug_addr", c.DebugAddr, "smtp", c.LogAttrsSMTP(), "mail_from", c.MailFrom, "public_url", c.PublicURL,
 	}
+}
+
+// LogAttrsSMTP is the SMTP server with its password masked, or "off".
+func (c Config) LogAttrsSMTP() string {
+	if c.SMTPURL == "" {
+		return "off"
+	}
+	s, err := mail.ParseServer(string(c.SMTPURL))
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	return s.Redacted()
 }
 
 func stringOr(v, def string) string {

@@ -157,3 +157,50 @@ func TestServeNeedsMetricsTokenInProduction(t *testing.T) {
 		t.Fatalf("development: %v", c.CheckServe())
 	}
 }
+
+func TestLoadMail(t *testing.T) {
+	smtp := map[string]string{"TUXLAB_SMTP_URL": "smtp://tuxlab:s3cret@mail.tuxlab.org:587", "TUXLAB_MAIL_FROM": "tuxlab <noreply@tuxlab.org>"}
+	c, err := Load(env(smtp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PublicURL != "http://127.0.0.1:8000" {
+		t.Errorf("development public URL %q, want http:// + TUXLAB_ADDR", c.PublicURL)
+	}
+	if line := fmt.Sprintln(c.LogAttrs()...); strings.Contains(line, "s3cret") || !strings.Contains(line, "mail.tuxlab.org") {
+		t.Errorf("start-up line %s: want the SMTP server without its password", line)
+	}
+	if c, err := Load(env(nil)); err != nil || c.SMTPURL != "" || !strings.Contains(fmt.Sprintln(c.LogAttrs()...), "smtp off") {
+		t.Errorf("without TUXLAB_SMTP_URL: %v, %v", c.LogAttrs(), err)
+	}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range smtp {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no From", with("TUXLAB_MAIL_FROM", ""), "TUXLAB_MAIL_FROM"},
+		{"two From addresses", with("TUXLAB_MAIL_FROM", "a@tuxlab.org, b@tuxlab.org"), "TUXLAB_MAIL_FROM"},
+		{"another scheme", with("TUXLAB_SMTP_URL", "http://mail.tuxlab.org"), "TUXLAB_SMTP_URL"},
+		{"no host", with("TUXLAB_SMTP_URL", "smtp://:587"), "TUXLAB_SMTP_URL"},
+		{"a public URL that is no site", with("TUXLAB_PUBLIC_URL", "tuxlab.org"), "TUXLAB_PUBLIC_URL"},
+		{"production without a public URL", with("TUXLAB_ENV", "production", "SECRET_KEY", strings.Repeat("k", 32)), "TUXLAB_PUBLIC_URL"},
+	} {
+		if _, err := Load(env(tt.env)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want mention of %s", tt.name, err, tt.want)
+		}
+	}
+	c, err = Load(env(with("TUXLAB_ENV", "production", "SECRET_KEY", strings.Repeat("k", 32), "TUXLAB_PUBLIC_URL", "https://learn.tuxlab.org/")))
+	if err != nil || c.PublicURL != "https://learn.tuxlab.org" {
+		t.Errorf("production with a public URL: %q, %v", c.PublicURL, err)
+	}
+}

@@ -28,6 +28,7 @@ const (
 	Unavailable                 // a dependency is down or at capacity: 503
 	UpgradeRequired             // a WebSocket route asked without a WebSocket upgrade: 426
 	UnsupportedType             // the request body is not of a media type the route takes: 415
+	BadRequest                  // well-formed, but refers to something that cannot be used (a used or expired one-time token): 400
 )
 
 // FieldError is one entry of a validation error: where the bad input is and why.

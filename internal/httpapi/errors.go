@@ -25,6 +25,7 @@ var statusOf = map[errs.Kind]int{
 	errs.Unavailable:     http.StatusServiceUnavailable,
 	errs.UpgradeRequired: http.StatusUpgradeRequired,
 	errs.UnsupportedType: http.StatusUnsupportedMediaType,
+	errs.BadRequest:      http.StatusBadRequest,
 }
 
 // internalDetail is all a client learns of a server fault.

@@ -37,7 +37,7 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
-	return append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...)
+	return append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...)
 }
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.

@@ -70,6 +70,8 @@ type Deps struct {
 	AccessLogLevel slog.Level
 	// UI, when set, serves the pages, /docs and their assets.
 	UI UI
+	// Resets is password reset by mail (nil: off, its routes answer 503).
+	Resets *auth.Resets
 }
 
 // Server serves the API.
@@ -82,6 +84,7 @@ type Server struct {
 	exams          *exam.Service
 	profiles       *profile.Service
 	dashboard      *dashboard.Dashboard
+	resets         *auth.Resets
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -105,7 +108,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
-		registry: prometheus.NewRegistry(),
+		registry: prometheus.NewRegistry(), resets: d.Resets,
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20

@@ -17,6 +17,7 @@ import (
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
+	"tuxlab/internal/mail"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/store"
@@ -82,6 +83,9 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	f.examTry = &exam.Attempt{Attempt: attempt.Attempt{UserID: f.user.ID, Status: attempt.InProgress, StartedAt: seamNow,
 		ExpiresAt: seamNow.Add(time.Hour), MaxPoints: 1}, ExamID: f.exam.ID}
 	must(db.Exams().CreateAttempt(ctx, f.examTry, 0))
+	must(db.Mail().EnqueueMail(ctx, mail.Message{To: "learner@tuxlab.org", Subject: "s", Body: "b"}, seamNow))
+	must(db.Resets().CreatePasswordReset(ctx, &auth.PasswordReset{UserID: f.user.ID, TokenHash: "00ff",
+		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}))
 	return f
 }
 
@@ -255,6 +259,29 @@ var seamWrites = []seamWrite{
 		_, err := f.db.Profiles().UpdateProfile(ctx, f.user.ID, func(p *profile.Profile) error { p.Bio = "changed"; return nil })
 		return err
 	}},
+	{"Mail", "EnqueueMail", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Mail().EnqueueMail(ctx, mail.Message{To: "x@tuxlab.org", Subject: "s", Body: "b"}, seamNow)
+	}},
+	{"Mail", "ClaimMail", func(ctx context.Context, f *seamFixture) error {
+		rows, err := f.db.Mail().ClaimMail(ctx, seamNow, seamNow.Add(time.Minute), 8, 10)
+		if err == nil && len(rows) == 0 {
+			err = errors.New("claimed nothing")
+		}
+		return err
+	}},
+	{"Mail", "MailSent", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Mail().MailSent(ctx, 1, seamNow)
+	}},
+	{"Mail", "MailFailed", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Mail().MailFailed(ctx, 1, "down", seamNow.Add(time.Minute), true)
+	}},
+	{"Resets", "CreatePasswordReset", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Resets().CreatePasswordReset(ctx, &auth.PasswordReset{UserID: f.user.ID, TokenHash: "11ee",
+			ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow})
+	}},
+	{"Resets", "UsePasswordResets", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Resets().UsePasswordResets(ctx, f.user.ID, seamNow)
+	}},
 	{"Activity", "Record", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Activity().Record(ctx, &activity.Event{UserID: f.user.ID, Kind: activity.ThemeCompleted, At: seamNow, Title: "x"})
 	}},
@@ -270,6 +297,8 @@ var seamReads = map[string][]string{
 	"Exams": {"FindExams", "FindExamByID", "FindExamBySlug", "FindEndedAttemptSandboxes", "CountAttempts", "FindAttemptByID", "FindOpenAttempt",
 		"FindUserAttempts"},
 	"Profiles": {"FindProfile"},
+	"Mail":     {"CountMail"},
+	"Resets":   {"FindUserByEmail", "FindPasswordReset"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }
 
@@ -278,13 +307,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets",
 	"ModuleIDBySlug", "ModuleSlugByID", "TemplateIDByName", "TemplateNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -375,7 +404,8 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
-		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters"} {
+		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
+		"mail_outbox", "password_resets"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -38,6 +38,8 @@ var PagePaths = []string{
 	"/{$}",
 	"/signin",
 	"/signup",
+	"/forgot-password",
+	"/reset-password",
 	"/lessons/{id}",
 	"/labs/{id}",
 	"/exams",

@@ -17,6 +17,8 @@ const routes = [
   { re: /^\/$/, page: curriculum.render, auth: true, nav: "learn" },
   { re: /^\/signin$/, page: authPages.signin },
   { re: /^\/signup$/, page: authPages.signup },
+  { re: /^\/forgot-password$/, page: authPages.forgot },
+  { re: /^\/reset-password$/, page: authPages.reset },
   { re: /^\/lessons\/(\d+)$/, page: lesson.render, auth: true, nav: "learn", wide: true },
   { re: /^\/labs\/(\d+)$/, page: lab.render, auth: true, nav: "learn", wide: true },
   { re: /^\/exams$/, page: exams.list, auth: true, nav: "exams" },

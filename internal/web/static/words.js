@@ -27,6 +27,12 @@ const exact = new Map([
   ["Username or email already registered", "This username or e-mail address already has an account."],
   ["Request body too large", "That is too large to send."],
   ["Current password is incorrect", "Your current password is not right."],
+  ["Password reset is off: this server has no mail server configured (TUXLAB_SMTP_URL); ask an administrator",
+    "This server cannot send mail, so it cannot reset passwords: ask an administrator to reset yours."],
+  ["This password reset link is not valid: ask for a new one", "This link is not valid (perhaps it was cut short): ask for a new one."],
+  ["This password reset link was already used (or a newer one was): ask for a new one", "This link was already used, or a newer one was: ask for a new one."],
+  ["This password reset link has expired: ask for a new one", "This link has expired (links work for an hour): ask for a new one."],
+  ["Too many attempts, try again later", "Too many tries: wait a minute and try again."],
 ]);
 
 /** patterns rewrite details that carry numbers. */

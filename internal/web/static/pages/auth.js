@@ -1,6 +1,6 @@
-// Sign in and sign up.
+// Sign in, sign up, and a forgotten password's reset by e-mail.
 import { api } from "../api.js";
-import { h, clear } from "../dom.js";
+import { h, clear, toast } from "../dom.js";
 
 function field(label, attrs) {
   const id = "f-" + attrs.name;
@@ -19,10 +19,11 @@ async function logIn(ctx, username, password) {
   ctx.go(nextPath(ctx), { replace: true });
 }
 
-function form(ctx, { title, intro, fields, submit, alt, onsubmit }) {
+function form(ctx, { title, intro, fields, submit, alt, extra, onsubmit }) {
   const err = h("p", { class: "error", role: "alert" });
   const btn = h("button", { type: "submit" }, submit);
-  const f = h("form", { class: "card auth-form", novalidate: true }, h("h1", null, title), intro ? h("p", { class: "muted" }, intro) : null, fields, err, btn, h("p", { class: "alt" }, alt));
+  const f = h("form", { class: "card auth-form", novalidate: true }, h("h1", null, title), intro ? h("p", { class: "muted" }, intro) : null, fields, err, btn,
+    h("p", { class: "alt" }, alt), extra ? h("p", { class: "alt" }, extra) : null);
   f.addEventListener("submit", async (e) => {
     e.preventDefault();
     err.textContent = "";
@@ -60,7 +61,58 @@ export async function signin(ctx) {
     fields: [field("Username", { name: "username", autocomplete: "username", required: true }),
       field("Password", { name: "password", type: "password", autocomplete: "current-password", required: true })],
     alt: ["New here? ", h("a", { href: "/signup" + location.search }, "Create an account")],
+    extra: h("a", { href: "/forgot-password" }, "Forgot your password?"),
     onsubmit: (v) => logIn(ctx, v.username.trim(), v.password),
+  });
+}
+
+/** forgot asks for a mail with a link to reset the password. The answer is
+ * the same whether the address has an account or not (the server tells
+ * nobody which addresses do), so the page says what happens if it has. */
+export async function forgot(ctx) {
+  ctx.title("Forgot your password");
+  if (ctx.me) { ctx.go("/profile", { replace: true }); return; }
+  form(ctx, {
+    title: "Forgot your password?", submit: "Send me a link",
+    intro: "Give the e-mail address of your account: we send a link to choose a new password.",
+    fields: [field("E-mail", { name: "email", type: "email", autocomplete: "email", required: true })],
+    alt: ["Remembered it? ", h("a", { href: "/signin" }, "Sign in")],
+    onsubmit: async (v) => {
+      await api("POST", "/api/auth/forgot-password", { body: { email: v.email.trim() }, noSignOut: true });
+      clear(ctx.main, h("div", { class: "auth" }, pitch(), h("section", { class: "card auth-form", "aria-labelledby": "sent-title" },
+        h("h1", { id: "sent-title" }, "Check your mail"),
+        h("p", null, "If an account has the address ", h("strong", null, v.email.trim()),
+          ", a mail with a link to choose a new password is on its way. The link works once, for an hour."),
+        h("p", { class: "muted" }, "Nothing after a few minutes? Look in your spam folder, or check the address and ask again."),
+        h("p", { class: "alt" }, h("a", { href: "/signin" }, "Back to sign in")))));
+    },
+  });
+}
+
+/** reset sets a new password with the token of the link in the mail. The
+ * token leaves the address bar at once (it stays in this page's memory), so
+ * it is in no history entry once the page is drawn. */
+export async function reset(ctx) {
+  ctx.title("Choose a new password");
+  const token = ctx.query.get("token") || "";
+  if (token) history.replaceState(null, "", "/reset-password");
+  if (!token) {
+    clear(ctx.main, h("div", { class: "auth" }, pitch(), h("section", { class: "card auth-form", "aria-labelledby": "nolink-title" },
+      h("h1", { id: "nolink-title" }, "Open the link from the mail"),
+      h("p", null, "This page sets a new password with the link we send by mail. Open that link, or ask for a new one."),
+      h("p", { class: "alt" }, h("a", { href: "/forgot-password", class: "button" }, "Send me a link")))));
+    return;
+  }
+  form(ctx, {
+    title: "Choose a new password", submit: "Set the new password",
+    intro: "Setting it signs you out everywhere: sign in again with the new one.",
+    fields: [field("New password (8 characters or more)", { name: "new_password", type: "password", autocomplete: "new-password", required: true, minlength: 8 })],
+    alt: ["Link not working? ", h("a", { href: "/forgot-password" }, "Ask for a new one")],
+    onsubmit: async (v) => {
+      await api("POST", "/api/auth/reset-password", { body: { token, new_password: v.new_password }, noSignOut: true });
+      toast("Password changed: sign in with your new password");
+      ctx.go("/signin", { replace: true });
+    },
   });
 }
 

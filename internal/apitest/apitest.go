@@ -74,6 +74,9 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 		"TUXLAB_SANDBOX_POOL_SIZE": "0",
 		// Tests start empty; the lesson tests load a curriculum themselves.
 		"TUXLAB_BUNDLED_CURRICULUM": "false",
+		// A test that runs the background work does not boot a machine to
+		// save its state (internal/sandbox/qemu tests the warm start).
+		"TUXLAB_MACHINE_WARM": "false",
 	}
 	if dsn == "" {
 		env["DATABASE_URL"] = "sqlite:" + path

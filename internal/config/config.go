@@ -93,6 +93,7 @@ type Config struct {
 	MachineStateDir          string         // TUXLAB_MACHINE_STATE_DIR: one directory per machine
 	MachineAccel             string         // TUXLAB_MACHINE_ACCEL: kvm, tcg or empty (KVM when a canary boots under it)
 	MachineMaxMemoryMB       int            // TUXLAB_MACHINE_MAX_MEMORY_MB: the most a machine template may ask for
+	MachineWarm              bool           // TUXLAB_MACHINE_WARM: prepare each machine template's saved state at start, so machines start warm
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
@@ -222,6 +223,7 @@ func Load(getenv func(string) string) (Config, error) {
 		env.fail(fmt.Errorf("TUXLAB_MACHINE_ACCEL must be kvm, tcg or empty, not %q", c.MachineAccel))
 	}
 	c.MachineMaxMemoryMB = env.int("TUXLAB_MACHINE_MAX_MEMORY_MB", 2048, 256, 1<<20)
+	c.MachineWarm = env.bool("TUXLAB_MACHINE_WARM", true)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)

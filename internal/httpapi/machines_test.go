@@ -25,7 +25,9 @@ const bootWait = 6 * time.Minute
 
 // awaitPrompt waits for the learner's prompt in a machine's terminal, which
 // comes once the machine has booted.
-func awaitPrompt(t *testing.T, tc *apitest.Terminal) {
+func awaitPrompt(t *testing.T, tc *apitest.Terminal) { awaitPromptTB(t, tc) }
+
+func awaitPromptTB(t testing.TB, tc *apitest.Terminal) {
 	t.Helper()
 	tc.Await(regexp.MustCompile(`learner@[a-z0-9-]+:`), 0, bootWait)
 }

@@ -386,6 +386,33 @@ func (s *Service) MachineNotice(ctx context.Context) string {
 	return ""
 }
 
+// MachineWarmSpecs are the engine specs of the machine templates whose
+// machines may restore a saved, booted state instead of booting (those
+// without a network: each member of a segment has an address of its own),
+// for the machine driver to prepare that state ahead of the first learner.
+func (s *Service) MachineWarmSpecs(ctx context.Context) ([]Spec, error) {
+	rt, err := s.rtFor(KindMachine)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.store.FindTemplates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Spec
+	for _, t := range ts {
+		if t.Kind != KindMachine || t.Network {
+			continue
+		}
+		spec, err := s.engineSpec(ctx, rt, t, &Container{Kind: KindMachine, TemplateID: t.ID})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
 // imageMissing is the 503 for a template whose image is not on the host,
 // saying what an operator runs.
 func imageMissing(t *Template) error {

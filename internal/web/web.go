@@ -44,6 +44,8 @@ var PagePaths = []string{
 	"/exams/{id}",
 	"/dashboard",
 	"/profile",
+	"/classes",
+	"/classes/{id}",
 	"/admin",
 }
 

@@ -27,6 +27,13 @@ const exact = new Map([
   ["Username or email already registered", "This username or e-mail address already has an account."],
   ["Request body too large", "That is too large to send."],
   ["Current password is incorrect", "Your current password is not right."],
+  ["Class not found", "This class does not exist (any more), or you are not in it."],
+  ["No class has this join code", "No class has this join code: check it with your teacher."],
+  ["Not a learner of this class", "You are not in this class (any more)."],
+  ["Instructor access required", "Only an instructor can do this."],
+  ["Too many join attempts, try again later", "Too many join codes tried: wait a minute, then try again."],
+  ["You teach this class: learners join it", "You teach this class: your learners join it with its code."],
+  ["This class already has an assignment of this item: delete it to set another due date", "This class already has this assignment: delete it to set another due date."],
 ]);
 
 /** patterns rewrite details that carry numbers. */
@@ -44,6 +51,7 @@ const patterns = [
 const fieldNames = {
   username: "Username", email: "E-mail", password: "Password", full_name: "Full name", bio: "Bio",
   current_password: "Current password", new_password: "New password", file: "Avatar", answers: "Answers",
+  name: "Name", code: "Join code", due_at: "Due date", item_id: "Item", kind: "Kind",
 };
 
 /** fieldMessage turns one entry of a 422 list into a sentence. */

@@ -321,6 +321,17 @@ func TestClasses(t *testing.T) {
 			t.Fatalf("after leaving: %v", got)
 		}
 
+		// Deleting the laboratory deletes its assignment.
+		e.Get(assignments, bob.Token).Expect(t, 200).JSON(t, &as)
+		if len(as) != 1 || as[0].Kind != "lab" {
+			t.Fatalf("assignments before deleting the lab %+v", as)
+		}
+		del(e, admin.Token, fmt.Sprintf("/api/admin/laboratories/%d", labID)).Expect(t, 200)
+		e.Get(assignments, bob.Token).Expect(t, 200).JSON(t, &as)
+		if len(as) != 0 {
+			t.Fatalf("assignments after deleting the lab %+v", as)
+		}
+
 		// Deleting: the owner or an admin.
 		del(e, other.Token, classPath).Expect(t, 404)
 		del(e, bob.Token, classPath).Expect(t, 403)

@@ -14,6 +14,7 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
 )
@@ -448,5 +449,34 @@ func TestClassLabResults(t *testing.T) {
 		if !strings.Contains(csvBody, "Hello: 75") {
 			t.Fatalf("CSV without the lab's best score:\n%s", csvBody)
 		}
+	})
+}
+
+// TestClassLimits: an instructor has at most class.MaxClassesPerOwner
+// classes, also when the last ones are asked for at once (the owner's row
+// is locked while counting).
+func TestClassLimits(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		teach := e.CreateUser("teach", auth.RoleInstructor)
+		other := e.CreateUser("other", auth.RoleInstructor)
+		for i := range class.MaxClassesPerOwner - 3 {
+			createClass(t, e, teach.Token, fmt.Sprintf("Class %d", i))
+		}
+		reqs := make([]apitest.Request, 8)
+		for i := range reqs {
+			reqs[i] = apitest.Request{Method: "POST", Path: "/api/classes", Token: teach.Token, Body: map[string]any{"name": fmt.Sprintf("Late %d", i)}}
+		}
+		got := statusesOf(e.DoConcurrently(reqs))
+		slices.Sort(got)
+		if want := []int{201, 201, 201, 409, 409, 409, 409, 409}; !slices.Equal(got, want) {
+			t.Fatalf("concurrent creations past the limit answered %v, want %v", got, want)
+		}
+		var list []classBody
+		e.Get("/api/classes", teach.Token).Expect(t, 200).JSON(t, &list)
+		if len(list) != class.MaxClassesPerOwner {
+			t.Fatalf("%d classes, want %d", len(list), class.MaxClassesPerOwner)
+		}
+		createClass(t, e, other.Token, "Another instructor's") // the limit is per owner
 	})
 }

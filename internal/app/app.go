@@ -20,6 +20,7 @@ import (
 
 	"tuxlab/content"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 	"tuxlab/internal/config"
 	"tuxlab/internal/dashboard"
 	"tuxlab/internal/exam"
@@ -53,6 +54,7 @@ type App struct {
 	Exams     *exam.Service
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
+	Classes   *class.Service
 	Server    *httpapi.Server
 	// Mail is the mail queue; its worker runs in Background. Resets is
 	// password reset by mail, off without TUXLAB_SMTP_URL.
@@ -114,9 +116,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	a.Exams = exam.NewService(db.Exams(), a.metrics.Checks(a.Sandboxes, metrics.KindExam), exam.Options{CheckTimeout: cfg.CheckTimeout, Log: log, Activity: db.Activity(), Now: cfg.Now})
 	a.Profiles = profile.NewService(db.Profiles(), a.Auth, db.Activity(), profile.NewDirStorage(cfg.DataDir), profile.Options{
 		Log: log, Decoders: cfg.AvatarDecoders, DecodeTimeout: cfg.AvatarDecodeTimeout, Normalize: cfg.AvatarNormalize})
+	a.Classes = class.NewService(db.Classes(), a.Lessons, class.Options{Now: cfg.Now, LimitsNow: cfg.RateLimitNow})
 	a.Server = httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
-		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), DB: db, Log: log, Version: Version,
+		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
 		UI: web.New(), Resets: a.Resets,
 	})

@@ -24,6 +24,8 @@ type op struct {
 	pathParams             []param  // path parameters that are not positive integer ids
 	status                 int      // success status
 	result                 string   // name of the success body schema ("" for none)
+	media                  string   // the success body's media type when it is not JSON (then a string, result unused)
+	also                   int      // another success status with the same body, if any
 	paged                  bool     // sets X-Total-Count and Link
 	errors                 []int    // statuses beyond those implied by access, parameters and body
 	desc                   string
@@ -285,6 +287,9 @@ var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 // responseCodes lists every status an operation documents.
 func (rt route) responseCodes() []int {
 	codes := map[int]bool{rt.doc.status: true}
+	if rt.doc.also != 0 {
+		codes[rt.doc.also] = true
+	}
 	if rt.access != public {
 		codes[401], codes[403] = true, true
 	}
@@ -375,7 +380,7 @@ func (s *Server) openAPIDocument() []byte {
 			resp := map[string]any{"description": http.StatusText(code)}
 			schema := "Error"
 			switch {
-			case code == rt.doc.status:
+			case code == rt.doc.status || code == rt.doc.also:
 				schema = rt.doc.result // "" for no body, as for 101
 				if rt.doc.paged {
 					resp["headers"] = map[string]any{
@@ -389,7 +394,10 @@ func (s *Server) openAPIDocument() []byte {
 			if h := errorHeaders[code]; h != nil {
 				resp["headers"] = h
 			}
-			if schema != "" {
+			switch {
+			case code == rt.doc.status && rt.doc.media != "":
+				resp["content"] = map[string]any{rt.doc.media: map[string]any{"schema": strSchema}}
+			case schema != "":
 				resp["content"] = map[string]any{"application/json": map[string]any{"schema": ref(schema)}}
 			}
 			responses[strconv.Itoa(code)] = resp

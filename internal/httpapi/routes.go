@@ -20,6 +20,8 @@ const (
 	// must be this site or an allowed one, and a refused WebSocket upgrade
 	// is told after the upgrade, where a browser can read it.
 	socket
+	// instructor is user for instructors and admins only (classes).
+	instructor
 )
 
 // handler serves one route; an error it returns goes through writeError.
@@ -37,7 +39,7 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
-	return append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...)
+	return append(append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...), s.classRoutes()...)
 }
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.

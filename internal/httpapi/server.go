@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 	"tuxlab/internal/dashboard"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/exam"
@@ -53,6 +54,7 @@ type Deps struct {
 	Exams     *exam.Service
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
+	Classes   *class.Service
 	DB        Pinger
 	Log       *slog.Logger
 	Version   string
@@ -85,6 +87,7 @@ type Server struct {
 	profiles       *profile.Service
 	dashboard      *dashboard.Dashboard
 	resets         *auth.Resets
+	classes        *class.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -106,7 +109,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(), resets: d.Resets,
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 	"tuxlab/internal/errs"
 )
 
@@ -133,6 +134,9 @@ func (s *Server) authenticate(r *http.Request, rt route) (*http.Request, error) 
 	}
 	if rt.access == admin && u.Role != auth.RoleAdmin {
 		return r, auth.ErrAdminRequired
+	}
+	if rt.access == instructor && u.Role != auth.RoleAdmin && u.Role != auth.RoleInstructor {
+		return r, class.ErrInstructorRequired
 	}
 	st, r := requestStateOf(r)
 	st.user, st.token, st.viaCookie = u, cred.token, cred.cookie

@@ -14,6 +14,7 @@ import (
 	"tuxlab/internal/activity"
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
@@ -40,6 +41,8 @@ type seamFixture struct {
 	labTry    *lab.Attempt
 	exam      *exam.Exam
 	examTry   *exam.Attempt
+	class     *class.Class
+	assigned  *class.Assignment
 }
 
 var seamNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -86,6 +89,14 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	must(db.Mail().EnqueueMail(ctx, mail.Message{To: "learner@tuxlab.org", Subject: "s", Body: "b"}, seamNow))
 	must(db.Resets().CreatePasswordReset(ctx, &auth.PasswordReset{UserID: f.user.ID, TokenHash: "00ff",
 		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}))
+	teacher := newUser("teacher", auth.RoleInstructor)
+	must(db.Users().CreateUser(ctx, teacher))
+	f.class = &class.Class{OwnerID: teacher.ID, Name: "Class", JoinCode: "ABCDEFGH", CreatedAt: seamNow}
+	must(db.Classes().CreateClass(ctx, f.class, 10))
+	_, err := db.Classes().AddMember(ctx, f.class.ID, f.user.ID, seamNow, 10)
+	must(err)
+	f.assigned = &class.Assignment{ClassID: f.class.ID, Kind: class.KindLab, ItemID: f.lab.ID, DueAt: seamNow.Add(time.Hour), CreatedAt: seamNow}
+	must(db.Classes().CreateAssignment(ctx, f.assigned, 10))
 	return f
 }
 
@@ -109,6 +120,27 @@ type seamWrite struct {
 // TestEveryWriteJoinsTheTransaction fails when a store gains a method that
 // is in neither this table nor seamReads.
 var seamWrites = []seamWrite{
+	{"Classes", "CreateClass", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Classes().CreateClass(ctx, &class.Class{OwnerID: f.user.ID, Name: "New", JoinCode: "HGFEDCBA", CreatedAt: seamNow}, 10)
+	}},
+	{"Classes", "SetJoinCode", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Classes().SetJoinCode(ctx, f.class.ID, "ZZZZZZZZ", seamNow)
+	}},
+	{"Classes", "DeleteClass", func(ctx context.Context, f *seamFixture) error { return f.db.Classes().DeleteClass(ctx, f.class.ID) }},
+	{"Classes", "AddMember", func(ctx context.Context, f *seamFixture) error {
+		_, err := f.db.Classes().AddMember(ctx, f.class.ID, f.bare.ID, seamNow, 10)
+		return err
+	}},
+	{"Classes", "RemoveMember", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Classes().RemoveMember(ctx, f.class.ID, f.user.ID)
+	}},
+	{"Classes", "CreateAssignment", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Classes().CreateAssignment(ctx, &class.Assignment{ClassID: f.class.ID, Kind: class.KindExam, ItemID: f.exam.ID,
+			DueAt: seamNow.Add(time.Hour), CreatedAt: seamNow}, 10)
+	}},
+	{"Classes", "DeleteAssignment", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Classes().DeleteAssignment(ctx, f.class.ID, f.assigned.ID)
+	}},
 	{"Users", "CreateUser", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Users().CreateUser(ctx, newUser("newcomer", auth.RoleStudent))
 	}},
@@ -299,6 +331,8 @@ var seamReads = map[string][]string{
 	"Profiles": {"FindProfile"},
 	"Mail":     {"CountMail"},
 	"Resets":   {"FindUserByEmail", "FindPasswordReset"},
+	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
+		"FindLearnerAssignments"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }
 
@@ -307,13 +341,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes",
 	"ModuleIDBySlug", "ModuleSlugByID", "TemplateIDByName", "TemplateNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -405,7 +439,7 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets"} {
+		"mail_outbox", "password_resets", "classes", "class_members", "class_assignments"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -104,6 +104,66 @@ func TestBrowserLearner(t *testing.T) {
 	}
 }
 
+// TestBrowserClasses drives headless Chromium through e2e/classes.mjs: an
+// instructor creates a class, a learner joins it from the dashboard, the
+// instructor sets an assignment and reads the learners table and its CSV,
+// the learner sees the assignment; axe checks every page in light and dark.
+// It needs no container engine.
+func TestBrowserClasses(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the browser test takes a few seconds")
+	}
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
+		return
+	}
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
+	teacher := e.CreateUser("teach", auth.RoleInstructor)
+	learner := e.CreateUser("lea", auth.RoleStudent)
+	shots := os.Getenv("TUXLAB_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
+	}
+	shots, _ = filepath.Abs(filepath.Join(shots, "classes"))
+	os.RemoveAll(shots)
+	runScript(t, node, e2e, "classes.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
+		"TUXLAB_E2E_TEACHER=" + teacher.Username + ":" + apitest.Password, "TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password})
+}
+
+// browser finds node, Chromium and e2e's node_modules; when one is missing
+// it skips t (or fails it where TUXLAB_TEST_BROWSER requires the browser)
+// and returns false.
+func browser(t *testing.T) (node, chromium, e2e string, ok bool) {
+	stop := t.Skipf
+	if browserRequired() {
+		stop = t.Fatalf
+	}
+	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		stop("no Chromium at %s (apt-get install chromium; TUXLAB_TEST_BROWSER=1 makes this fatal)", chromium)
+		return "", "", "", false
+	}
+	if node, err = exec.LookPath("node"); err != nil {
+		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
+		return "", "", "", false
+	}
+	for _, pkg := range []string{"playwright-core", "axe-core"} {
+		if _, err := os.Stat(filepath.Join(e2e, "node_modules", pkg)); err != nil {
+			stop("e2e/node_modules/%s is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)", pkg)
+			return "", "", "", false
+		}
+	}
+	return node, chromium, e2e, true
+}
+
 // runScript runs node script against url in dir e2e with env added and its
 // screenshots in shots, and fails t when it exits non-zero; its output goes
 // to the test's log.

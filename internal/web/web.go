@@ -46,6 +46,8 @@ var PagePaths = []string{
 	"/exams/{id}",
 	"/dashboard",
 	"/profile",
+	"/classes",
+	"/classes/{id}",
 	"/admin",
 }
 

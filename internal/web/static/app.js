@@ -11,6 +11,7 @@ import * as exams from "./pages/exams.js";
 import * as dashboard from "./pages/dashboard.js";
 import * as profile from "./pages/profile.js";
 import * as admin from "./pages/admin.js";
+import * as classes from "./pages/classes.js";
 import { signOut } from "./signout.js";
 
 const routes = [
@@ -25,6 +26,8 @@ const routes = [
   { re: /^\/exams\/(\d+)$/, page: exams.render, auth: true, nav: "exams", wide: true },
   { re: /^\/dashboard$/, page: dashboard.render, auth: true, nav: "dashboard" },
   { re: /^\/profile$/, page: profile.render, auth: true, nav: "profile" },
+  { re: /^\/classes$/, page: classes.list, auth: true, nav: "classes" },
+  { re: /^\/classes\/(\d+)$/, page: classes.render, auth: true, nav: "classes" },
   { re: /^\/admin$/, page: admin.render, auth: true, nav: "admin" },
 ];
 
@@ -82,6 +85,8 @@ function drawNav(active) {
     link("/", "learn", "Learn"),
     link("/exams", "exams", "Exams"),
     link("/dashboard", "dashboard", "Dashboard"),
+    // Learners reach their classes from the dashboard's assignments.
+    me.role !== "student" ? link("/classes", "classes", "Classes") : null,
     admin ? link("/admin", "admin", "Admin") : null,
     admin ? h("a", { href: "/docs", class: "wide-only" }, "API") : null,
     profileLink(active),

@@ -33,6 +33,13 @@ const exact = new Map([
   ["This password reset link was already used (or a newer one was): ask for a new one", "This link was already used, or a newer one was: ask for a new one."],
   ["This password reset link has expired: ask for a new one", "This link has expired (links work for an hour): ask for a new one."],
   ["Too many attempts, try again later", "Too many tries: wait a minute and try again."],
+  ["Class not found", "This class does not exist (any more), or you are not in it."],
+  ["No class has this join code", "No class has this join code: check it with your teacher."],
+  ["Not a learner of this class", "You are not in this class (any more)."],
+  ["Instructor access required", "Only an instructor can do this."],
+  ["Too many join attempts, try again later", "Too many join codes tried: wait a minute, then try again."],
+  ["You teach this class: learners join it", "You teach this class: your learners join it with its code."],
+  ["This class already has an assignment of this item: delete it to set another due date", "This class already has this assignment: delete it to set another due date."],
 ]);
 
 /** patterns rewrite details that carry numbers. */
@@ -50,6 +57,7 @@ const patterns = [
 const fieldNames = {
   username: "Username", email: "E-mail", password: "Password", full_name: "Full name", bio: "Bio",
   current_password: "Current password", new_password: "New password", file: "Avatar", answers: "Answers",
+  name: "Name", code: "Join code", due_at: "Due date", item_id: "Item", kind: "Kind",
 };
 
 /** fieldMessage turns one entry of a 422 list into a sentence. */

@@ -1,6 +1,7 @@
 // The learner's dashboard: progress, streaks, labs, exams, activity.
 import { api } from "../api.js";
 import { h, clear, toast, fmtDate, progressBar } from "../dom.js";
+import { assignmentsCard } from "./classes.js";
 
 const KINDS = {
   theme_completed: "Lesson completed", sandbox_created: "Sandbox created", lab_started: "Laboratory started",
@@ -20,10 +21,12 @@ export async function render(ctx) {
     if (e.status === 422) return api("GET", path, { query });
     throw e;
   });
-  const [stats, analytics, activity] = await Promise.all([
+  const [stats, analytics, activity, assignments] = await Promise.all([
     inZone("/api/dashboard/stats", {}),
     inZone("/api/dashboard/analytics", { days: 30 }),
     api("GET", "/api/dashboard/activity", { query: { page_size: 10 } }),
+    // The classes' assignments and the field to join one (docs/classes.md).
+    assignmentsCard(() => ctx.go("/dashboard", { replace: true })),
   ]);
   const sandboxes = h("section", { class: "card", id: "sandboxes" }, h("h2", null, "Your sandboxes"), h("p", { class: "loading" }, "Loading…"));
   drawSandboxes(sandboxes);
@@ -42,6 +45,7 @@ export async function render(ctx) {
       tile("Exams passed", `${stats.exams.passed}`, `${stats.exams.attempted} attempted`),
       tile("Time spent", duration(analytics.minutes_total), `${duration(analytics.minutes_in_window)} in 30 days (estimated)`),
       tile("Sandboxes running", `${stats.sandboxes_running}`, stats.last_active_at ? `last active ${fmtDate(stats.last_active_at)}` : "")),
+    assignments,
     h("section", { class: "card" }, h("h2", null, "Last 30 days"), chart),
     h("div", { class: "columns" },
       h("section", { class: "card" }, h("h2", null, "Modules"),

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"tuxlab/internal/auth"
 	"tuxlab/internal/errs"
 )
 
@@ -131,8 +130,8 @@ func (s *Server) authenticate(r *http.Request, rt route) (*http.Request, error) 
 			return r, err
 		}
 	}
-	if rt.access == admin && u.Role != auth.RoleAdmin {
-		return r, auth.ErrAdminRequired
+	if err := rt.access.mayCall(u.Role); err != nil {
+		return r, err
 	}
 	st, r := requestStateOf(r)
 	st.user, st.token, st.viaCookie = u, cred.token, cred.cookie

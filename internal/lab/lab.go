@@ -13,6 +13,7 @@ import (
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 )
 
 // Lab is a laboratory.
@@ -28,8 +29,9 @@ type Lab struct {
 	Setup            string // run as root in the fresh sandbox; admins only
 	Solution         string // solves every task, run as the learner; admins only
 	Tasks            []*Task
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	lesson.Access
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Task is one thing a learner must get done.
@@ -135,6 +137,11 @@ type Store interface {
 	// Names the files use, resolved to ids.
 	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	// ModuleOwnerByID returns the owner of module id (nil: the system).
+	ModuleOwnerByID(ctx context.Context, id int64) (*int64, error)
+	// UserIDByName and UserNameByID resolve the owners files name.
+	UserIDByName(ctx context.Context, username string) (int64, error)
+	UserNameByID(ctx context.Context, id int64) (string, error)
 	TemplateIDByName(ctx context.Context, name string) (int64, error)
 	TemplateNameByID(ctx context.Context, id int64) (string, error)
 }

@@ -21,26 +21,34 @@ func (s *DB) Lessons() *LessonStore { return &LessonStore{s} }
 var _ lesson.Store = (*LessonStore)(nil)
 
 const (
-	moduleColumns = `id, slug, title, description, order_index, created_at, updated_at`
-	themeColumns  = `id, module_id, slug, title, order_index, estimated_minutes, created_at, updated_at`
+	moduleColumns = `id, slug, title, description, order_index, owner_id, published, created_at, updated_at`
+	themeColumns  = `id, module_id, slug, title, order_index, estimated_minutes, owner_id, published, created_at, updated_at`
 )
 
 func scanModule(row scanner) (*lesson.Module, error) {
-	var m lesson.Module
-	err := row.Scan(&m.ID, &m.Slug, &m.Title, &m.Description, &m.OrderIndex, &m.CreatedAt, &m.UpdatedAt)
+	var (
+		m     lesson.Module
+		owner sql.NullInt64
+	)
+	err := row.Scan(&m.ID, &m.Slug, &m.Title, &m.Description, &m.OrderIndex, &owner, &m.Published, &m.CreatedAt, &m.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lesson.ErrModuleNotFound
 	}
+	m.OwnerID = nullInt(owner)
 	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 	return &m, err
 }
 
 func scanTheme(row scanner) (*lesson.Theme, error) {
-	var t lesson.Theme
-	err := row.Scan(&t.ID, &t.ModuleID, &t.Slug, &t.Title, &t.OrderIndex, &t.EstimatedMinutes, &t.CreatedAt, &t.UpdatedAt)
+	var (
+		t     lesson.Theme
+		owner sql.NullInt64
+	)
+	err := row.Scan(&t.ID, &t.ModuleID, &t.Slug, &t.Title, &t.OrderIndex, &t.EstimatedMinutes, &owner, &t.Published, &t.CreatedAt, &t.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lesson.ErrThemeNotFound
 	}
+	t.OwnerID = nullInt(owner)
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return &t, err
 }
@@ -182,8 +190,9 @@ func slugConflict(err error) error {
 
 // CreateModule inserts m and sets its ID.
 func (s *LessonStore) CreateModule(ctx context.Context, m *lesson.Module) error {
-	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, m.Slug, m.Title, m.Description, m.OrderIndex, m.CreatedAt.UTC(), m.UpdatedAt.UTC()).Scan(&m.ID)
+	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, owner_id, published, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, m.Slug, m.Title, m.Description, m.OrderIndex, intArg(m.OwnerID), m.Published,
+		m.CreatedAt.UTC(), m.UpdatedAt.UTC()).Scan(&m.ID)
 	return slugConflict(err)
 }
 
@@ -199,9 +208,10 @@ func (s *LessonStore) UpdateModule(ctx context.Context, id int64, u lesson.Modul
 		set(&m.Title, u.Title)
 		set(&m.Description, u.Description)
 		set(&m.OrderIndex, u.OrderIndex)
+		set(&m.Published, u.Published)
 		m.UpdatedAt = at.UTC()
-		_, err = tx.ExecContext(ctx, `UPDATE modules SET slug = $1, title = $2, description = $3, order_index = $4, updated_at = $5 WHERE id = $6`,
-			m.Slug, m.Title, m.Description, m.OrderIndex, m.UpdatedAt, id)
+		_, err = tx.ExecContext(ctx, `UPDATE modules SET slug = $1, title = $2, description = $3, order_index = $4, published = $5, updated_at = $6 WHERE id = $7`,
+			m.Slug, m.Title, m.Description, m.OrderIndex, m.Published, m.UpdatedAt, id)
 		out = m
 		return slugConflict(err)
 	})
@@ -308,9 +318,11 @@ func (s *LessonStore) CreateTheme(ctx context.Context, t *lesson.Theme, c *lesso
 		if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, t.ModuleID)); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, c.Markdown, c.HTML, c.UpdatedAt.UTC(), t.CreatedAt.UTC(), t.UpdatedAt.UTC()).Scan(&t.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at,
+			owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, c.Markdown, c.HTML, c.UpdatedAt.UTC(),
+			intArg(t.OwnerID), t.Published, t.CreatedAt.UTC(), t.UpdatedAt.UTC()).Scan(&t.ID)
 		c.ThemeID = t.ID
 		return slugConflict(err)
 	})
@@ -334,9 +346,10 @@ func (s *LessonStore) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeU
 		set(&t.Title, u.Title)
 		set(&t.OrderIndex, u.OrderIndex)
 		set(&t.EstimatedMinutes, u.EstimatedMinutes)
+		set(&t.Published, u.Published)
 		t.UpdatedAt = at.UTC()
-		_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, slug = $2, title = $3, order_index = $4, estimated_minutes = $5, updated_at = $6 WHERE id = $7`,
-			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, t.UpdatedAt, id)
+		_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, slug = $2, title = $3, order_index = $4, estimated_minutes = $5, published = $6, updated_at = $7 WHERE id = $8`,
+			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, t.Published, t.UpdatedAt, id)
 		out = t
 		return slugConflict(err)
 	})

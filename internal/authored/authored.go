@@ -37,6 +37,8 @@ type Names interface {
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)
 	// ModuleOwnerByID returns the owner of module id (nil: the system).
 	ModuleOwnerByID(ctx context.Context, id int64) (*int64, error)
+	// UserIDByName resolves the owner a file names.
+	UserIDByName(ctx context.Context, username string) (int64, error)
 	TemplateIDByName(ctx context.Context, name string) (int64, error)
 	TemplateNameByID(ctx context.Context, id int64) (string, error)
 }
@@ -299,14 +301,17 @@ func SetRef(dst **int64, v *int64) {
 }
 
 // File is an item's file as read: where it is, the slug it upserts, the
-// module and template it names, and the Input it becomes once they are ids.
+// module, template and owner it names, and the Input it becomes once they
+// are ids (0: none).
 type File[In any] interface {
 	Source() (path, slug, module, template string)
-	Input(moduleID, templateID int64) In
+	OwnerName() string
+	Input(moduleID, templateID, ownerID int64) In
 }
 
-// Import upserts the items of files by slug as an admin and counts what it
-// did; importing the same files twice changes nothing. A required template
+// Import upserts the items of files by slug as an admin, with the owner
+// (a username; none: the system) and published state each file gives, and
+// counts what it did; importing the same files twice changes nothing. A required template
 // is refused when a file names none.
 func Import[T, In any, F File[In]](ctx context.Context, k Kind[T, In], files []F, templateRequired bool) (yamlfile.Counts, error) {
 	var c yamlfile.Counts
@@ -317,9 +322,40 @@ func Import[T, In any, F File[In]](ctx context.Context, k Kind[T, In], files []F
 		if err != nil {
 			return c, err
 		}
-		if err := u.Upsert(ctx, &c, p, slug, f.Input(moduleID, templateID)); err != nil {
+		var ownerID int64
+		if name := f.OwnerName(); name != "" {
+			if ownerID, err = k.Names.UserIDByName(ctx, name); err != nil {
+				return c, fmt.Errorf("%s: owner %q: %w", p, name, err)
+			}
+		}
+		if err := u.Upsert(ctx, &c, p, slug, f.Input(moduleID, templateID, ownerID)); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
+}
+
+// Usernames returns the username of a user id, for exports.
+type Usernames interface {
+	UserNameByID(ctx context.Context, id int64) (string, error)
+}
+
+// FileAccess is how a file says who owns an item and whether it is
+// published: the owner's username ("" for the system) and false for a
+// draft (nil, absent from the file, for published).
+func FileAccess(ctx context.Context, names Usernames, a lesson.Access) (string, *bool, error) {
+	var (
+		owner     string
+		published *bool
+		err       error
+	)
+	if a.OwnerID != nil {
+		if owner, err = names.UserNameByID(ctx, *a.OwnerID); err != nil {
+			return "", nil, fmt.Errorf("owner %d: %w", *a.OwnerID, err)
+		}
+	}
+	if !a.Published {
+		published = new(false)
+	}
+	return owner, published, nil
 }

@@ -68,6 +68,9 @@ func (names) ModuleOwnerByID(_ context.Context, id int64) (*int64, error) {
 	}
 	return nil, errs.E(errs.NotFound, "no module")
 }
+func (names) UserIDByName(_ context.Context, name string) (int64, error) {
+	return 0, errs.E(errs.NotFound, "no user")
+}
 func (names) TemplateIDByName(_ context.Context, s string) (int64, error) {
 	if s == "debian" {
 		return 7, nil
@@ -273,7 +276,8 @@ func TestSameIgnoresStampsAndLeavesOldAlone(t *testing.T) {
 type file struct{ path, slug, module, template string }
 
 func (f file) Source() (string, string, string, string) { return f.path, f.slug, f.module, f.template }
-func (f file) Input(moduleID, templateID int64) input {
+func (f file) OwnerName() string { return "" }
+func (f file) Input(moduleID, templateID, _ int64) input {
 	return input{Slug: &f.slug, Title: ptr("Title of " + f.slug), ModuleID: &moduleID, Template: &templateID, Steps: []string{"one"}}
 }
 

@@ -123,9 +123,13 @@ type Store interface {
 	DeleteTheme(ctx context.Context, id int64) error
 	ReorderThemes(ctx context.Context, moduleID int64, ids []int64, at time.Time) error
 
-	// ImportCurriculum upserts modules and themes by slug in one transaction.
+	// ImportCurriculum upserts modules and themes by slug in one
+	// transaction, with the owners (usernames, resolved) and published
+	// states the files give; an unknown owner is errs.NotFound.
 	ImportCurriculum(ctx context.Context, c *Curriculum, at time.Time) (ImportReport, error)
 	CountLessons(ctx context.Context) (Stats, error)
+	// UserNameByID returns the username of an owner, for exports.
+	UserNameByID(ctx context.Context, id int64) (string, error)
 }
 
 // Errors with fixed details.

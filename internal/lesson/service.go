@@ -623,5 +623,10 @@ func (s *Service) Export(ctx context.Context, dir string) (int, error) {
 			return "", err
 		}
 		return c.Markdown, nil
+	}, func(a Access) (string, error) {
+		if a.OwnerID == nil {
+			return "", nil
+		}
+		return s.store.UserNameByID(ctx, *a.OwnerID)
 	})
 }

@@ -395,14 +395,35 @@ func (s *LessonStore) ImportCurriculum(ctx context.Context, c *lesson.Curriculum
 	at = at.UTC()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		r = lesson.ImportReport{}
+		owners := map[string]*int64{"": nil}
+		owner := func(name string) (*int64, error) {
+			if id, ok := owners[name]; ok {
+				return id, nil
+			}
+			var id int64
+			err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE lower(username) = lower($1)`, name).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("owner %q: %w", name, errNoOwner)
+			}
+			owners[name] = &id
+			return &id, err
+		}
 		for _, mf := range c.Modules {
-			moduleID, status, err := upsertModule(ctx, tx, mf, at)
+			mo, err := owner(mf.Owner)
+			if err != nil {
+				return fmt.Errorf("module %s: %w", mf.Slug, err)
+			}
+			moduleID, status, err := upsertModule(ctx, tx, mf, lesson.Access{OwnerID: mo, Published: mf.Published}, at)
 			if err != nil {
 				return fmt.Errorf("module %s: %w", mf.Slug, err)
 			}
 			count(status, &r.ModulesCreated, &r.ModulesUpdated, &r.ModulesUnchanged)
 			for _, tf := range mf.Themes {
-				status, err := upsertTheme(ctx, tx, moduleID, tf, at)
+				to, err := owner(tf.Owner)
+				if err != nil {
+					return fmt.Errorf("theme %s: %w", tf.Slug, err)
+				}
+				status, err := upsertTheme(ctx, tx, moduleID, tf, lesson.Access{OwnerID: to, Published: tf.Published}, at)
 				if err != nil {
 					return fmt.Errorf("theme %s: %w", tf.Slug, err)
 				}
@@ -433,49 +454,64 @@ func count(s upsertStatus, c, u, n *int) {
 	}
 }
 
-func upsertModule(ctx context.Context, tx *sql.Tx, mf *lesson.ModuleFile, at time.Time) (int64, upsertStatus, error) {
+func upsertModule(ctx context.Context, tx *sql.Tx, mf *lesson.ModuleFile, acc lesson.Access, at time.Time) (int64, upsertStatus, error) {
 	var (
 		id                 int64
 		title, description string
 		order              int
+		owner              sql.NullInt64
+		published          bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, title, description, order_index FROM modules WHERE slug = $1`, mf.Slug).Scan(&id, &title, &description, &order)
+	err := tx.QueryRowContext(ctx, `SELECT id, title, description, order_index, owner_id, published FROM modules WHERE slug = $1`, mf.Slug).
+		Scan(&id, &title, &description, &order, &owner, &published)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		err = tx.QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`,
-			mf.Slug, mf.Title, mf.Description, mf.Order, at).Scan(&id)
+		err = tx.QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
+			mf.Slug, mf.Title, mf.Description, mf.Order, intArg(acc.OwnerID), acc.Published, at).Scan(&id)
 		return id, created, slugConflict(err)
 	case err != nil:
 		return 0, 0, err
-	case title == mf.Title && description == mf.Description && order == mf.Order:
+	case title == mf.Title && description == mf.Description && order == mf.Order && sameAccess(owner, published, acc):
 		return id, unchanged, nil
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE modules SET title = $1, description = $2, order_index = $3, updated_at = $4 WHERE id = $5`,
-		mf.Title, mf.Description, mf.Order, at, id)
+	_, err = tx.ExecContext(ctx, `UPDATE modules SET title = $1, description = $2, order_index = $3, owner_id = $4, published = $5, updated_at = $6 WHERE id = $7`,
+		mf.Title, mf.Description, mf.Order, intArg(acc.OwnerID), acc.Published, at, id)
 	return id, updated, err
 }
 
-func upsertTheme(ctx context.Context, tx *sql.Tx, moduleID int64, tf *lesson.ThemeFile, at time.Time) (upsertStatus, error) {
+// sameAccess reports whether a row's owner and published state are acc's.
+func sameAccess(owner sql.NullInt64, published bool, acc lesson.Access) bool {
+	cur := nullInt(owner)
+	return published == acc.Published && (cur == nil) == (acc.OwnerID == nil) && (cur == nil || *cur == *acc.OwnerID)
+}
+
+func upsertTheme(ctx context.Context, tx *sql.Tx, moduleID int64, tf *lesson.ThemeFile, acc lesson.Access, at time.Time) (upsertStatus, error) {
 	var (
 		id, curModule  int64
 		title, md      string
 		order, minutes int
+		owner          sql.NullInt64
+		published      bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, module_id, title, order_index, estimated_minutes, content_md FROM themes WHERE slug = $1`, tf.Slug).
-		Scan(&id, &curModule, &title, &order, &minutes, &md)
+	err := tx.QueryRowContext(ctx, `SELECT id, module_id, title, order_index, estimated_minutes, content_md, owner_id, published FROM themes WHERE slug = $1`, tf.Slug).
+		Scan(&id, &curModule, &title, &order, &minutes, &md, &owner, &published)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)`, moduleID, tf.Slug, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at)
+		_, err = tx.ExecContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at,
+			owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $8, $8)`, moduleID, tf.Slug, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at,
+			intArg(acc.OwnerID), acc.Published)
 		return created, slugConflict(err)
 	case err != nil:
 		return 0, err
-	case curModule == moduleID && title == tf.Title && order == tf.Order && minutes == tf.EstimatedMinutes && md == tf.Markdown:
+	case curModule == moduleID && title == tf.Title && order == tf.Order && minutes == tf.EstimatedMinutes && md == tf.Markdown && sameAccess(owner, published, acc):
 		return unchanged, nil
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, title = $2, order_index = $3, estimated_minutes = $4,
-		content_md = $5, content_html = $6, content_updated_at = CASE WHEN content_md = $5 THEN content_updated_at ELSE $7 END, updated_at = $7 WHERE id = $8`,
-		moduleID, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at, id)
+		content_md = $5, content_html = $6, content_updated_at = CASE WHEN content_md = $5 THEN content_updated_at ELSE $7 END, updated_at = $7,
+		owner_id = $9, published = $10 WHERE id = $8`,
+		moduleID, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at, id, intArg(acc.OwnerID), acc.Published)
 	return updated, err
 }
 

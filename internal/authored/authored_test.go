@@ -276,7 +276,7 @@ func TestSameIgnoresStampsAndLeavesOldAlone(t *testing.T) {
 type file struct{ path, slug, module, template string }
 
 func (f file) Source() (string, string, string, string) { return f.path, f.slug, f.module, f.template }
-func (f file) OwnerName() string { return "" }
+func (f file) OwnerName() string                        { return "" }
 func (f file) Input(moduleID, templateID, _ int64) input {
 	return input{Slug: &f.slug, Title: ptr("Title of " + f.slug), ModuleID: &moduleID, Template: &templateID, Steps: []string{"one"}}
 }

@@ -28,7 +28,7 @@ type File struct {
 	Title            string      `yaml:"title"`
 	Owner            string      `yaml:"owner,omitempty"`     // a username; none: the system's
 	Published        *bool       `yaml:"published,omitempty"` // absent: true
-	Module           string      `yaml:"module,omitempty"` // slug; implied by the directory of a module
+	Module           string      `yaml:"module,omitempty"`    // slug; implied by the directory of a module
 	Description      string      `yaml:"description"`
 	Template         string      `yaml:"template"`
 	TimeLimitMinutes int         `yaml:"time_limit_minutes"`

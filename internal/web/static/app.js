@@ -81,6 +81,7 @@ function drawNav(active) {
     link("/exams", "exams", "Exams"),
     link("/dashboard", "dashboard", "Dashboard"),
     admin ? link("/admin", "admin", "Admin") : null,
+    me.role === "instructor" ? link("/admin", "admin", "Author") : null,
     admin ? h("a", { href: "/docs", class: "wide-only" }, "API") : null,
     profileLink(active),
     h("button", { type: "button", class: "linkish wide-only", onclick: signOut }, "Sign out"));

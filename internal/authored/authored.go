@@ -121,10 +121,14 @@ func (k Kind[T, In]) Mine(a actor.Actor, all []T) ([]T, error) {
 }
 
 // Published keeps the published items of all: what learners see.
-func (k Kind[T, In]) Published(all []T) []T {
+func (k Kind[T, In]) Published(all []T) []T { return k.VisibleTo(actor.Actor{}, all) }
+
+// VisibleTo keeps the items of all that a sees: published ones, and the
+// drafts a may change.
+func (k Kind[T, In]) VisibleTo(a actor.Actor, all []T) []T {
 	out := make([]T, 0, len(all))
 	for _, it := range all {
-		if k.Access(it).Published {
+		if k.Access(it).VisibleTo(a) {
 			out = append(out, it)
 		}
 	}

@@ -218,9 +218,35 @@ func TestDraftsAndPublishing(t *testing.T) {
 				t.Fatalf("lab listed: %v, want %v", got, wantListed)
 			}
 		}
+		// progress lists what the caller sees.
+		inProgress := func(who *apitest.User) (lab, exam bool) {
+			t.Helper()
+			var p struct {
+				Labs []struct {
+					ID int64 `json:"laboratory_id"`
+				} `json:"laboratories"`
+				Exams []struct {
+					ID int64 `json:"exam_id"`
+				} `json:"exams"`
+			}
+			e.Get("/api/progress", who.Token).Expect(t, 200).JSON(t, &p)
+			for _, l := range p.Labs {
+				lab = lab || l.ID == a.lab
+			}
+			for _, x := range p.Exams {
+				exam = exam || x.ID == a.exam
+			}
+			return lab, exam
+		}
 		hidden(student)
 		hidden(bob)
 		public(false)
+		if lab, exam := inProgress(student); lab || exam {
+			t.Fatalf("the student's progress lists the draft lab (%v) or exam (%v)", lab, exam)
+		}
+		if lab, exam := inProgress(ann); !lab || !exam {
+			t.Fatalf("the owner's progress lacks her draft lab (%v) or exam (%v)", lab, exam)
+		}
 		var dash struct {
 			Modules []struct{} `json:"modules"`
 		}
@@ -282,6 +308,9 @@ func TestDraftsAndPublishing(t *testing.T) {
 			}
 		}
 		public(true)
+		if lab, exam := inProgress(student); !lab || !exam {
+			t.Fatalf("the student's progress lacks the published lab (%v) or exam (%v)", lab, exam)
+		}
 		var sms []moduleBody
 		e.Get("/api/lessons/modules", student.Token).Expect(t, 200).JSON(t, &sms)
 		if !slices.ContainsFunc(sms, func(m moduleBody) bool { return m.ID == a.module && len(m.Themes) == 1 }) {

@@ -133,10 +133,24 @@ func TestOwnershipOnEveryIDRoute(t *testing.T) {
 			t.Errorf("reorder as instructor: %q", r.Detail())
 		}
 		e.Do(apitest.Request{Method: "PUT", Path: order, Token: admin.Token}).Expect(t, http.StatusOK)
-		// An instructor's theme goes only into a module they own.
+		// An instructor's theme, lab or exam goes only into a module they own.
 		r = post(e, ann.Token, fmt.Sprintf("/api/admin/lessons/themes?module_id=%d&title=Mine", ms[0].ID), nil).Expect(t, http.StatusForbidden)
 		if !strings.Contains(r.Detail(), "modules you own") {
 			t.Errorf("theme in the admin's module: %q", r.Detail())
+		}
+		r = post(e, ann.Token, fmt.Sprintf("/api/admin/exams?slug=intruder&title=Intruder&module_id=%d", ms[0].ID), simpleExamBody()).Expect(t, http.StatusForbidden)
+		if !strings.Contains(r.Detail(), "modules you own") {
+			t.Errorf("exam in the admin's module: %q", r.Detail())
+		}
+		// A deleted author's content falls to the admins.
+		kept := authorAll(t, e, ann, "kept")
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/admin/users/%d", ann.ID), Token: admin.Token}).Expect(t, 200)
+		for _, p := range []string{fmt.Sprintf("/api/admin/exams/%d", kept.exam), fmt.Sprintf("/api/admin/laboratories/%d", kept.lab)} {
+			var o owned
+			e.Get(p, admin.Token).Expect(t, 200).JSON(t, &o)
+			if o.OwnerID != nil || o.Published {
+				t.Errorf("%s after its owner was deleted: owner %v, published %v", p, o.OwnerID, o.Published)
+			}
 		}
 	})
 }

@@ -63,6 +63,11 @@ await step("a draft module and lesson", async () => {
   await page.click('button:text-is("Add lesson")');
   await page.waitForSelector('li:has-text("Your first script") .tag.draft');
   expect(!(await learnerSees()), "the learner sees the draft module");
+  // Its owner finds it on the Learn page, tagged.
+  await page.click('nav a[href="/"]');
+  await page.waitForSelector(`.module h2:has-text("${title}") .tag.draft`);
+  await page.click('nav a[href="/admin"]');
+  await page.waitForSelector('h1:text-is("Your content")');
 });
 
 await step("write and preview the lesson", async () => {

@@ -232,6 +232,7 @@ var examQueryParams = []string{"slug", "title", "module_id", "template_id", "tim
 type examBody struct {
 	Description *string               `json:"description" yaml:"description"`
 	Questions   *[]exam.QuestionInput `json:"questions" yaml:"questions"`
+	Published   *bool                 `json:"published" yaml:"published"`
 }
 
 func examInput(r *http.Request) (exam.Input, error) {
@@ -244,10 +245,14 @@ func examInput(r *http.Request) (exam.Input, error) {
 		return in, err
 	}
 	var b examBody
-	if _, err := decodeContentBody(r, &b); err != nil {
+	_, err := decodeContentBody(r, &b)
+	if err != nil {
 		return in, err
 	}
 	in.Description = b.Description
+	if in.Published, err = onePublished(in.Published, b.Published); err != nil {
+		return in, err
+	}
 	if b.Questions != nil {
 		in.Questions = orEmpty(*b.Questions)
 	}

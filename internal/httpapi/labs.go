@@ -184,6 +184,7 @@ type labBody struct {
 	Setup       *string          `json:"setup" yaml:"setup"`
 	Solution    *string          `json:"solution" yaml:"solution"`
 	Tasks       *[]lab.TaskInput `json:"tasks" yaml:"tasks"`
+	Published   *bool            `json:"published" yaml:"published"`
 }
 
 func labInput(r *http.Request) (lab.Input, error) {
@@ -197,10 +198,14 @@ func labInput(r *http.Request) (lab.Input, error) {
 		return in, err
 	}
 	var b labBody
-	if _, err := decodeContentBody(r, &b); err != nil {
+	_, err := decodeContentBody(r, &b)
+	if err != nil {
 		return in, err
 	}
 	in.Description, in.Setup, in.Solution = b.Description, b.Setup, b.Solution
+	if in.Published, err = onePublished(in.Published, b.Published); err != nil {
+		return in, err
+	}
 	if b.Tasks != nil {
 		in.Tasks = *b.Tasks
 		if in.Tasks == nil {

@@ -72,6 +72,8 @@ var (
 		"description": "The user who created it; null for the system's content (bundled or imported without an owner), which only admins change."}
 	publishedSchema = map[string]any{"type": "boolean",
 		"description": "Learners see published content only; a draft (false) is seen by its owner and admins, and is 404 to everyone else."}
+	bodyPublishedSchema = map[string]any{"type": "boolean",
+		"description": "The same as the query parameter published (which see); when both are sent they must agree (422 otherwise)."}
 	publishedParam = param{name: "published", schema: boolSchema,
 		desc: "true publishes, false makes a draft. On create, absent: published when an admin creates it, a draft when an instructor does."}
 )

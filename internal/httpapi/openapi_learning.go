@@ -90,6 +90,7 @@ var learningSchemas = map[string]any{
 		"setup":       map[string]any{"type": "string", "description": "Runs as root in a fresh sandbox at each start."},
 		"solution":    map[string]any{"type": "string", "description": "Solves every task, run as the learner; for admins and CI."},
 		"tasks":       map[string]any{"type": "array", "items": ref("TaskInput"), "maxItems": 50, "description": "Replaces the tasks; ids are kept by position."},
+		"published":   bodyPublishedSchema,
 	}),
 	"TaskResult": obj([]string{"task_id", "position", "title", "passed", "points", "feedback"}, map[string]any{
 		"task_id": intSchema, "position": intSchema, "title": strSchema, "passed": boolSchema,
@@ -134,7 +135,7 @@ var learningSchemas = map[string]any{
 		"check":          map[string]any{"type": "string", "description": "practical: runs as root in the learner's sandbox; exit 0 means passed."},
 		"solution":       strSchema,
 	}),
-	"ExamBody": obj(nil, map[string]any{"description": strSchema,
+	"ExamBody": obj(nil, map[string]any{"description": strSchema, "published": bodyPublishedSchema,
 		"questions": map[string]any{"type": "array", "items": ref("QuestionInput"), "maxItems": 100, "description": "Replaces the questions; ids are kept by position."}}),
 	"ExamAttempt": closed(append(keys(examAttemptProps), "container_id", "terminal_url", "sandbox_notice", "questions", "draft_answers"), withProps(examAttemptProps, map[string]any{
 		"draft_answers": map[string]any{"type": "array", "items": ref("Answer"),

@@ -405,6 +405,69 @@ func TestContentImportExportLabsAndExams(t *testing.T) {
 	}
 }
 
+// TestContentImportExportKeepsOwners imports content that names an owner and
+// drafts, exports it, and imports the export into a database with the same
+// user: owners and drafts survive, and the files come back byte for byte.
+func TestContentImportExportKeepsOwners(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
+			files := maps.Clone(labExamFixture)
+			files["01-shell/module.md"] = "---\nslug: shell\ntitle: The shell\norder: 1\nowner: teach\npublished: false\n---\nFirst steps.\n"
+			files["01-shell/01-pwd.md"] = "---\nslug: shell-pwd\ntitle: Where am I\norder: 1\nestimated_minutes: 5\nowner: teach\n---\n# pwd\n"
+			files["01-shell/lab.yaml"] = strings.Replace(files["01-shell/lab.yaml"], "title: \"Lab: the shell\"\n", "title: \"Lab: the shell\"\nowner: teach\npublished: false\n", 1)
+			files["exams/01-basics.yaml"] = strings.Replace(files["exams/01-basics.yaml"], "title: Basics\n", "title: Basics\nowner: teach\n", 1)
+			src := writeTree(t, files)
+			env := testEnv(t, eng)
+			// The owner must exist: an unknown username is refused, naming it.
+			if _, errOut, err := runCmd(t, env, "", "content", "import", src); err == nil || !strings.Contains(errOut+err.Error(), `"teach"`) {
+				t.Fatalf("import with an unknown owner: %q %v", errOut, err)
+			}
+			teacher := func(env map[string]string) {
+				if _, errOut, err := runCmd(t, env, "S3cret-teach-pw\n", "user", "create", "--username", "teach", "--email", "teach@tuxlab.org", "--role", "instructor"); err != nil {
+					t.Fatalf("user create: %q %v", errOut, err)
+				}
+			}
+			teacher(env)
+			if out, _, err := runCmd(t, env, "", "content", "import", src); err != nil || !strings.Contains(out, "laboratories: 1 created") {
+				t.Fatalf("import: %q %v", out, err)
+			}
+			if out, _, err := runCmd(t, env, "", "content", "import", src); err != nil || !unchanged(out) {
+				t.Fatalf("second import: %q %v", out, err)
+			}
+			dir := filepath.Join(t.TempDir(), "export")
+			if _, _, err := runCmd(t, env, "", "content", "export", dir); err != nil {
+				t.Fatal(err)
+			}
+			fresh := testEnv(t, eng)
+			teacher(fresh)
+			if out, _, err := runCmd(t, fresh, "", "content", "import", dir); err != nil {
+				t.Fatalf("import into a fresh database: %q %v", out, err)
+			}
+			again := filepath.Join(t.TempDir(), "again")
+			if _, _, err := runCmd(t, fresh, "", "content", "export", again); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ file, want string }{
+				{"01-shell/module.md", "owner: teach\npublished: false\n"},
+				{"01-shell/01-pwd.md", "owner: teach\n---"},
+				{"01-shell/lab.yaml", "owner: teach\npublished: false\n"},
+				{"exams/01-basics.yaml", "owner: teach\n"},
+			} {
+				a, _ := os.ReadFile(filepath.Join(dir, c.file))
+				b, _ := os.ReadFile(filepath.Join(again, c.file))
+				if string(a) != string(b) || !strings.Contains(string(a), c.want) {
+					t.Errorf("%s after a round trip, want %q in it:\n%s\n---\n%s", c.file, c.want, a, b)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "exams/01-basics.yaml")); strings.Contains(string(b), "published") {
+				t.Errorf("a published exam's file says so: it should leave it out:\n%s", b)
+			}
+		})
+	}
+}
+
 // TestDebugListener checks that TUXLAB_DEBUG_ADDR serves the profiles on its
 // own address and that the API address never does.
 func TestDebugListener(t *testing.T) {

@@ -9,8 +9,11 @@ package actor
 import "tuxlab/internal/errs"
 
 // ErrAuthorRequired answers an authoring call by an actor whose role may not
-// author content. Its text is the HTTP admin gate's, which runs first.
-var ErrAuthorRequired = errs.E(errs.Forbidden, "Admin access required")
+// author content. Its text is the HTTP author gate's, which runs first.
+var ErrAuthorRequired = errs.E(errs.Forbidden, "Instructor or admin access required")
+
+// ErrNotOwner answers a change to content the actor does not own.
+var ErrNotOwner = errs.E(errs.Forbidden, "This content belongs to another author: only its owner or an admin may change it")
 
 // Role is what a user may do.
 type Role string
@@ -32,10 +35,10 @@ type Actor struct {
 // IsAdmin reports whether the actor is an admin, who sees and changes everything.
 func (a Actor) IsAdmin() bool { return a.Role == Admin }
 
-// CanAuthor reports whether the actor may create, change or delete course
-// content (modules, themes, labs, exams). Today only admins may; instructors
-// are next.
-func (a Actor) CanAuthor() bool { return a.Role == Admin }
+// CanAuthor reports whether the actor may create course content (modules,
+// themes, labs, exams): instructors and admins. Which items an author may
+// change is CanChange's rule.
+func (a Actor) CanAuthor() bool { return a.Role == Admin || a.Role == Instructor }
 
 // MayAuthor returns ErrAuthorRequired unless the actor may author content.
 // Every authoring method of lesson, lab and exam calls it first.
@@ -45,6 +48,42 @@ func (a Actor) MayAuthor() error {
 	}
 	return nil
 }
+
+// CanChange reports whether the actor may change, delete or see the draft
+// of content owned by owner (nil: the system's content, which only admins
+// change): an admin always, an instructor only their own.
+func (a Actor) CanChange(owner *int64) bool {
+	if a.IsAdmin() {
+		return true
+	}
+	return a.CanAuthor() && owner != nil && a.UserID != 0 && *owner == a.UserID
+}
+
+// MayChange returns ErrAuthorRequired unless the actor may author, and
+// ErrNotOwner unless it may change content owned by owner.
+func (a Actor) MayChange(owner *int64) error {
+	if err := a.MayAuthor(); err != nil {
+		return err
+	}
+	if !a.CanChange(owner) {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// OwnerID is the owner content the actor creates records: its user, or nil
+// for the service acting on its own behalf.
+func (a Actor) OwnerID() *int64 {
+	if a.UserID == 0 {
+		return nil
+	}
+	id := a.UserID
+	return &id
+}
+
+// PublishesByDefault reports whether content the actor creates starts
+// published: an admin's does, an instructor's starts as a draft.
+func (a Actor) PublishesByDefault() bool { return a.IsAdmin() }
 
 // Owns reports whether the actor may act on an object owned by userID: its
 // owner, or an admin.

@@ -30,11 +30,15 @@ type Refs struct{ ModuleID, TemplateID *int64 }
 // Stamps point at an item's creation and last update times.
 type Stamps struct{ Created, Updated *time.Time }
 
-// Names resolves the modules and sandbox templates items refer to; an
-// unknown one is errs.NotFound.
+// Names resolves the modules, sandbox templates and owners items refer to;
+// an unknown one is errs.NotFound.
 type Names interface {
 	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	// ModuleOwnerByID returns the owner of module id (nil: the system).
+	ModuleOwnerByID(ctx context.Context, id int64) (*int64, error)
+	// UserIDByName resolves the owner a file names.
+	UserIDByName(ctx context.Context, username string) (int64, error)
 	TemplateIDByName(ctx context.Context, name string) (int64, error)
 	TemplateNameByID(ctx context.Context, id int64) (string, error)
 }
@@ -53,6 +57,8 @@ type Kind[T any, In any] struct {
 	ID     func(item T) int64
 	Refs   func(item T) Refs
 	Stamps func(item T) Stamps
+	// Access points at the item's owner and published state.
+	Access func(item T) *lesson.Access
 
 	FindByID   func(ctx context.Context, id int64) (T, error)
 	FindBySlug func(ctx context.Context, slug string) (T, error)
@@ -62,24 +68,30 @@ type Kind[T any, In any] struct {
 	Remove     func(ctx context.Context, id int64, cascade bool) error
 }
 
-// Create adds an item from an author's input and returns it as stored.
+// ErrForeignModule refuses an instructor's lab or exam in a module of another author.
+var ErrForeignModule = errs.E(errs.Forbidden, "Laboratories and exams go only into modules you own: this module belongs to another author")
+
+// Create adds an item from an author's input, owned by a and published
+// when a is an admin (a draft when an instructor) unless in says otherwise,
+// and returns it as stored.
 func (k Kind[T, In]) Create(ctx context.Context, a actor.Actor, in In) (T, error) {
 	var zero T
 	if err := a.MayAuthor(); err != nil {
 		return zero, err
 	}
 	item := k.New()
+	*k.Access(item) = lesson.Access{OwnerID: a.OwnerID(), Published: a.PublishesByDefault()}
 	now := k.Now()
 	st := k.Stamps(item)
 	*st.Created, *st.Updated = now, now
-	if err := k.write(ctx, in, item, k.Insert); err != nil {
+	if err := k.write(ctx, a, in, item, k.Insert); err != nil {
 		return zero, err
 	}
 	return k.FindByID(ctx, k.ID(item))
 }
 
-// Update changes the fields in gives of item id and returns it as stored.
-func (k Kind[T, In]) Update(ctx context.Context, a actor.Actor, id int64, in In) (T, error) {
+// Get returns item id for its authoring view: a must be allowed to change it.
+func (k Kind[T, In]) Get(ctx context.Context, a actor.Actor, id int64) (T, error) {
 	var zero T
 	if err := a.MayAuthor(); err != nil {
 		return zero, err
@@ -88,7 +100,50 @@ func (k Kind[T, In]) Update(ctx context.Context, a actor.Actor, id int64, in In)
 	if err != nil {
 		return zero, err
 	}
-	if err := k.write(ctx, in, item, func(ctx context.Context, item T) error {
+	if err := a.MayChange(k.Access(item).OwnerID); err != nil {
+		return zero, err
+	}
+	return item, nil
+}
+
+// Mine keeps the items of all that a may change: the authoring list.
+func (k Kind[T, In]) Mine(a actor.Actor, all []T) ([]T, error) {
+	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(all))
+	for _, it := range all {
+		if a.CanChange(k.Access(it).OwnerID) {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// Published keeps the published items of all: what learners see.
+func (k Kind[T, In]) Published(all []T) []T { return k.VisibleTo(actor.Actor{}, all) }
+
+// VisibleTo keeps the items of all that a sees: published ones, and the
+// drafts a may change.
+func (k Kind[T, In]) VisibleTo(a actor.Actor, all []T) []T {
+	out := make([]T, 0, len(all))
+	for _, it := range all {
+		if k.Access(it).VisibleTo(a) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Update changes the fields in gives of item id, which a must be allowed to
+// change, and returns it as stored.
+func (k Kind[T, In]) Update(ctx context.Context, a actor.Actor, id int64, in In) (T, error) {
+	var zero T
+	item, err := k.Get(ctx, a, id)
+	if err != nil {
+		return zero, err
+	}
+	if err := k.write(ctx, a, in, item, func(ctx context.Context, item T) error {
 		*k.Stamps(item).Updated = k.Now()
 		return k.Save(ctx, item)
 	}); err != nil {
@@ -98,20 +153,35 @@ func (k Kind[T, In]) Update(ctx context.Context, a actor.Actor, id int64, in In)
 }
 
 // write applies in to item, checks what it refers to and stores it.
-func (k Kind[T, In]) write(ctx context.Context, in In, item T, store func(context.Context, T) error) error {
+func (k Kind[T, In]) write(ctx context.Context, a actor.Actor, in In, item T, store func(context.Context, T) error) error {
+	var before *int64
+	if m := k.Refs(item).ModuleID; m != nil {
+		v := *m
+		before = &v
+	}
 	if err := k.Apply(in, item); err != nil {
 		return err
 	}
-	if err := k.checkRefs(ctx, k.Refs(item)); err != nil {
+	refs := k.Refs(item)
+	if err := k.checkRefs(ctx, refs); err != nil {
 		return err
+	}
+	if m := refs.ModuleID; m != nil && (before == nil || *before != *m) {
+		owner, err := k.Names.ModuleOwnerByID(ctx, *m)
+		if err != nil {
+			return err
+		}
+		if !a.CanChange(owner) {
+			return ErrForeignModule
+		}
 	}
 	return store(ctx, item)
 }
 
-// Delete removes item id; with learners' attempts it needs cascade, which
-// removes them too.
+// Delete removes item id, which a must be allowed to change; with learners'
+// attempts it needs cascade, which removes them too.
 func (k Kind[T, In]) Delete(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
-	if err := a.MayAuthor(); err != nil {
+	if _, err := k.Get(ctx, a, id); err != nil {
 		return err
 	}
 	return k.Remove(ctx, id, cascade)
@@ -235,14 +305,17 @@ func SetRef(dst **int64, v *int64) {
 }
 
 // File is an item's file as read: where it is, the slug it upserts, the
-// module and template it names, and the Input it becomes once they are ids.
+// module, template and owner it names, and the Input it becomes once they
+// are ids (0: none).
 type File[In any] interface {
 	Source() (path, slug, module, template string)
-	Input(moduleID, templateID int64) In
+	OwnerName() string
+	Input(moduleID, templateID, ownerID int64) In
 }
 
-// Import upserts the items of files by slug as an admin and counts what it
-// did; importing the same files twice changes nothing. A required template
+// Import upserts the items of files by slug as an admin, with the owner
+// (a username; none: the system) and published state each file gives, and
+// counts what it did; importing the same files twice changes nothing. A required template
 // is refused when a file names none.
 func Import[T, In any, F File[In]](ctx context.Context, k Kind[T, In], files []F, templateRequired bool) (yamlfile.Counts, error) {
 	var c yamlfile.Counts
@@ -253,9 +326,40 @@ func Import[T, In any, F File[In]](ctx context.Context, k Kind[T, In], files []F
 		if err != nil {
 			return c, err
 		}
-		if err := u.Upsert(ctx, &c, p, slug, f.Input(moduleID, templateID)); err != nil {
+		var ownerID int64
+		if name := f.OwnerName(); name != "" {
+			if ownerID, err = k.Names.UserIDByName(ctx, name); err != nil {
+				return c, fmt.Errorf("%s: owner %q: %w", p, name, err)
+			}
+		}
+		if err := u.Upsert(ctx, &c, p, slug, f.Input(moduleID, templateID, ownerID)); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
+}
+
+// Usernames returns the username of a user id, for exports.
+type Usernames interface {
+	UserNameByID(ctx context.Context, id int64) (string, error)
+}
+
+// FileAccess is how a file says who owns an item and whether it is
+// published: the owner's username ("" for the system) and false for a
+// draft (nil, absent from the file, for published).
+func FileAccess(ctx context.Context, names Usernames, a lesson.Access) (string, *bool, error) {
+	var (
+		owner     string
+		published *bool
+		err       error
+	)
+	if a.OwnerID != nil {
+		if owner, err = names.UserNameByID(ctx, *a.OwnerID); err != nil {
+			return "", nil, fmt.Errorf("owner %d: %w", *a.OwnerID, err)
+		}
+	}
+	if !a.Published {
+		published = new(false)
+	}
+	return owner, published, nil
 }

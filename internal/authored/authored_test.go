@@ -10,6 +10,7 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/authored"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 	"tuxlab/internal/yamlfile"
 )
 
@@ -20,6 +21,7 @@ type item struct {
 	ModuleID, Template *int64
 	Limit              int
 	Steps              []string
+	lesson.Access
 	CreatedAt, Updated time.Time
 }
 
@@ -59,6 +61,15 @@ func (names) ModuleSlugByID(_ context.Context, id int64) (string, error) {
 		return "basics", nil
 	}
 	return "", errs.E(errs.NotFound, "no module")
+}
+func (names) ModuleOwnerByID(_ context.Context, id int64) (*int64, error) {
+	if id == 1 {
+		return nil, nil
+	}
+	return nil, errs.E(errs.NotFound, "no module")
+}
+func (names) UserIDByName(_ context.Context, name string) (int64, error) {
+	return 0, errs.E(errs.NotFound, "no user")
 }
 func (names) TemplateIDByName(_ context.Context, s string) (int64, error) {
 	if s == "debian" {
@@ -101,6 +112,7 @@ func (m *memory) kind() authored.Kind[*item, input] {
 		Stamps: func(it *item) authored.Stamps {
 			return authored.Stamps{Created: &it.CreatedAt, Updated: &it.Updated}
 		},
+		Access:   func(it *item) *lesson.Access { return &it.Access },
 		FindByID: find,
 		FindBySlug: func(ctx context.Context, slug string) (*item, error) {
 			for id, it := range m.items {
@@ -264,7 +276,8 @@ func TestSameIgnoresStampsAndLeavesOldAlone(t *testing.T) {
 type file struct{ path, slug, module, template string }
 
 func (f file) Source() (string, string, string, string) { return f.path, f.slug, f.module, f.template }
-func (f file) Input(moduleID, templateID int64) input {
+func (f file) OwnerName() string                        { return "" }
+func (f file) Input(moduleID, templateID, _ int64) input {
 	return input{Slug: &f.slug, Title: ptr("Title of " + f.slug), ModuleID: &moduleID, Template: &templateID, Steps: []string{"one"}}
 }
 

@@ -10,6 +10,7 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/authored"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 	"tuxlab/internal/sandbox"
 )
 
@@ -35,6 +36,8 @@ type Input struct {
 	ModuleID, TemplateID                        *int64 // 0 clears
 	TimeLimitMinutes, PassingScore, MaxAttempts *int
 	Questions                                   []QuestionInput // nil: unchanged
+	Published                                   *bool
+	OwnerID                                     *int64 // 0: the system; set by imports only, an author's create owns what it makes
 }
 
 // QuestionInput is one question as an admin or a file gives it.
@@ -62,6 +65,8 @@ func (in *Input) apply(e *Exam) error {
 	authored.Set(&e.TimeLimitMinutes, in.TimeLimitMinutes)
 	authored.Set(&e.PassingScore, in.PassingScore)
 	authored.Set(&e.MaxAttempts, in.MaxAttempts)
+	authored.Set(&e.Published, in.Published)
+	authored.SetRef(&e.OwnerID, in.OwnerID)
 	authored.CheckNames(&f, e.Slug, e.Title, e.Description)
 	authored.CheckLimits(&f, e.TimeLimitMinutes, e.PassingScore)
 	if e.MaxAttempts < 0 || e.MaxAttempts > MaxAttemptsLimit {
@@ -209,12 +214,27 @@ func (s *Service) kind() authored.Kind[*Exam, Input] {
 		ID:       func(e *Exam) int64 { return e.ID },
 		Refs:     func(e *Exam) authored.Refs { return authored.Refs{ModuleID: e.ModuleID, TemplateID: e.TemplateID} },
 		Stamps:   func(e *Exam) authored.Stamps { return authored.Stamps{Created: &e.CreatedAt, Updated: &e.UpdatedAt} },
+		Access:   func(e *Exam) *lesson.Access { return &e.Access },
 		FindByID: s.store.FindExamByID, FindBySlug: s.store.FindExamBySlug, NotFound: ErrExamNotFound,
 		Insert: s.store.CreateExam, Save: s.store.UpdateExam, Remove: s.store.DeleteExam,
 	}
 }
 
-// Create adds an exam from an admin's input.
+// Mine lists the exams a may change, drafts included: the authoring view.
+func (s *Service) Mine(ctx context.Context, a actor.Actor) ([]*Exam, error) {
+	all, err := s.store.FindExams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.kind().Mine(a, all)
+}
+
+// Authored returns exam id for its authoring view, when a may change it.
+func (s *Service) Authored(ctx context.Context, a actor.Actor, id int64) (*Exam, error) {
+	return s.kind().Get(ctx, a, id)
+}
+
+// Create adds an exam from an author's input, owned by a.
 func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Exam, error) {
 	return s.kind().Create(ctx, a, in)
 }

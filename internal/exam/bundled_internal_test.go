@@ -50,7 +50,7 @@ func bundledQuestion(t *testing.T, files []*File, slug, prompt string) *Question
 			continue
 		}
 		var e Exam
-		in := f.Input(1, 1)
+		in := f.Input(1, 1, 0)
 		if err := in.apply(&e); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 )
 
 // Kind is a kind of question.
@@ -41,8 +42,9 @@ type Exam struct {
 	PassingScore     int // percent of points
 	MaxAttempts      int // 0: unlimited
 	Questions        []*Question
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	lesson.Access
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // MaxPoints is the sum of the questions' points.
@@ -249,6 +251,11 @@ type Store interface {
 
 	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	// ModuleOwnerByID returns the owner of module id (nil: the system).
+	ModuleOwnerByID(ctx context.Context, id int64) (*int64, error)
+	// UserIDByName and UserNameByID resolve the owners files name.
+	UserIDByName(ctx context.Context, username string) (int64, error)
+	UserNameByID(ctx context.Context, id int64) (string, error)
 	TemplateIDByName(ctx context.Context, name string) (int64, error)
 	TemplateNameByID(ctx context.Context, id int64) (string, error)
 }

@@ -19,6 +19,8 @@ const Dir = lesson.ExamsDir
 type File struct {
 	Slug             string          `yaml:"slug"`
 	Title            string          `yaml:"title"`
+	Owner            string          `yaml:"owner,omitempty"`     // a username; none: the system's
+	Published        *bool           `yaml:"published,omitempty"` // absent: true
 	Description      string          `yaml:"description"`
 	Module           string          `yaml:"module,omitempty"`
 	TimeLimitMinutes int             `yaml:"time_limit_minutes"`
@@ -47,7 +49,7 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 		if f.Template != "" {
 			tmpl = 1 // resolved at import; validation only needs to know there is one
 		}
-		in := f.Input(0, tmpl)
+		in := f.Input(0, tmpl, 0)
 		if err := in.apply(&Exam{}); err != nil {
 			problems.Add(p, err)
 			continue
@@ -62,7 +64,7 @@ func ReadFiles(fsys fs.FS) ([]*File, error) {
 }
 
 // Input is the create or update f describes, with its references as ids.
-func (f *File) Input(moduleID, templateID int64) Input {
+func (f *File) Input(moduleID, templateID, ownerID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -72,8 +74,12 @@ func (f *File) Input(moduleID, templateID int64) Input {
 		qs = []QuestionInput{}
 	}
 	return Input{Slug: &f.Slug, Title: &f.Title, Description: &f.Description, ModuleID: &moduleID, TemplateID: &templateID,
-		TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing, MaxAttempts: &f.MaxAttempts, Questions: qs}
+		TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing, MaxAttempts: &f.MaxAttempts, Questions: qs,
+		Published: new(f.Published == nil || *f.Published), OwnerID: &ownerID}
 }
+
+// OwnerName is the username f names as its owner, or "".
+func (f *File) OwnerName() string { return f.Owner }
 
 // ImportReport counts what an import did.
 type ImportReport struct{ yamlfile.Counts }
@@ -106,6 +112,9 @@ func (s *Service) Export(ctx context.Context, dir string) (int, error) {
 			if f.Module, err = s.store.ModuleSlugByID(ctx, *e.ModuleID); err != nil {
 				return 0, err
 			}
+		}
+		if f.Owner, f.Published, err = authored.FileAccess(ctx, s.store, e.Access); err != nil {
+			return 0, err
 		}
 		if e.TemplateID != nil {
 			if f.Template, err = s.store.TemplateNameByID(ctx, *e.TemplateID); err != nil {

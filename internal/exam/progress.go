@@ -30,6 +30,7 @@ func (s *Service) Progress(ctx context.Context, a actor.Actor) ([]Progress, erro
 	if err != nil {
 		return nil, err
 	}
+	exams = s.kind().VisibleTo(a, exams)
 	ats, err := s.endOverdue(ctx, a.UserID)
 	if err != nil {
 		return nil, err

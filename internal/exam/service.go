@@ -62,12 +62,32 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 
 func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Microsecond) }
 
-// Exams lists every exam with its questions, by id.
-func (s *Service) Exams(ctx context.Context) ([]*Exam, error) { return s.store.FindExams(ctx) }
+// Exams lists every published exam with its questions, by id: what
+// learners see.
+func (s *Service) Exams(ctx context.Context) ([]*Exam, error) {
+	all, err := s.store.FindExams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.kind().Published(all), nil
+}
 
-// Exam returns one exam. The caller decides what of it to show.
+// Exam returns one published exam; a draft is ErrExamNotFound. The caller
+// decides what of it to show.
 func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) {
-	return s.store.FindExamByID(ctx, id)
+	return s.examFor(ctx, actor.Actor{}, id)
+}
+
+// examFor returns exam id when a sees it: published, or a may change it.
+func (s *Service) examFor(ctx context.Context, a actor.Actor, id int64) (*Exam, error) {
+	e, err := s.store.FindExamByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !e.VisibleTo(a) {
+		return nil, ErrExamNotFound
+	}
+	return e, nil
 }
 
 // Start begins an attempt of exam examID and returns it with the exam: 409
@@ -76,7 +96,7 @@ func (s *Service) Exam(ctx context.Context, id int64) (*Exam, error) {
 // order drawn now. An exam with practical questions gets a sandbox made for
 // the attempt from its template, where they are graded (see freshSandbox).
 func (s *Service) Start(ctx context.Context, a actor.Actor, examID int64) (*Attempt, *Exam, error) {
-	e, err := s.store.FindExamByID(ctx, examID)
+	e, err := s.examFor(ctx, a, examID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/attempt"
+	"tuxlab/internal/lesson"
 )
 
 // contentAdmin is the admin CRUD shape that exams and laboratories share:
@@ -14,8 +15,8 @@ import (
 // from the request as In and written as the response R. Each domain passes
 // its own service calls, input reader and response type.
 type contentAdmin[T, In, R any] struct {
-	all     func(context.Context) ([]T, error)
-	one     func(context.Context, int64) (T, error)
+	all     func(context.Context, actor.Actor) ([]T, error) // what the caller may change
+	one     func(context.Context, actor.Actor, int64) (T, error)
 	create  func(context.Context, actor.Actor, In) (T, error)
 	update  func(context.Context, actor.Actor, int64, In) (T, error)
 	remove  func(ctx context.Context, a actor.Actor, id int64, cascade bool) error
@@ -26,11 +27,11 @@ type contentAdmin[T, In, R any] struct {
 }
 
 func (c contentAdmin[T, In, R]) list(w http.ResponseWriter, r *http.Request) error {
-	return writeAll(w, r, c.all, c.respond)
+	return writeAll(w, r, func(ctx context.Context) ([]T, error) { return c.all(ctx, callerOf(r)) }, c.respond)
 }
 
 func (c contentAdmin[T, In, R]) get(w http.ResponseWriter, r *http.Request) error {
-	return writeOne(w, r, c.one, c.respond)
+	return writeOne(w, r, func(ctx context.Context, id int64) (T, error) { return c.one(ctx, callerOf(r), id) }, c.respond)
 }
 
 func (c contentAdmin[T, In, R]) post(w http.ResponseWriter, r *http.Request) error {
@@ -141,6 +142,16 @@ type contentBody struct {
 	DescriptionHTML  string `json:"description_html"`
 	TimeLimitMinutes int    `json:"time_limit_minutes"`
 	PassingScore     int    `json:"passing_score"`
+}
+
+// ownership is what authoring responses say of an item's owner and state.
+type ownership struct {
+	OwnerID   *int64 `json:"owner_id"`
+	Published bool   `json:"published"`
+}
+
+func newOwnership(a lesson.Access) ownership {
+	return ownership{OwnerID: a.OwnerID, Published: a.Published}
 }
 
 // attemptOutcome is the part of an exam or lab attempt's response that

@@ -67,3 +67,15 @@ func first(loc []any) any {
 	}
 	return loc[0]
 }
+
+// onePublished is the published state a request gives, as the query
+// parameter or the body's field: both may be sent only when they agree.
+func onePublished(query, body *bool) (*bool, error) {
+	if query != nil && body != nil && *query != *body {
+		return nil, errs.Field([]any{"body", "published"}, "published differs from the query parameter of the same name: send one", "value_error")
+	}
+	if query != nil {
+		return query, nil
+	}
+	return body, nil
+}

@@ -70,13 +70,14 @@ type adminQuestionResponse struct {
 
 type adminExamResponse struct {
 	examSummaryResponse
+	ownership
 	Questions []adminQuestionResponse `json:"questions"`
 	CreatedAt timestamp               `json:"created_at"`
 	UpdatedAt timestamp               `json:"updated_at"`
 }
 
 func newAdminExamResponse(e *exam.Exam) adminExamResponse {
-	r := adminExamResponse{examSummaryResponse: newExamSummary(e), Questions: make([]adminQuestionResponse, len(e.Questions)),
+	r := adminExamResponse{examSummaryResponse: newExamSummary(e), ownership: newOwnership(e.Access), Questions: make([]adminQuestionResponse, len(e.Questions)),
 		CreatedAt: timestamp(e.CreatedAt), UpdatedAt: timestamp(e.UpdatedAt)}
 	for i, q := range e.Questions {
 		k := q.Key
@@ -226,26 +227,32 @@ func examResultsView(r *http.Request) func(*exam.Attempt, *exam.Exam) examResult
 
 // Admin authoring.
 
-var examQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score", "max_attempts"}
+var examQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score", "max_attempts", "published"}
 
 type examBody struct {
 	Description *string               `json:"description" yaml:"description"`
 	Questions   *[]exam.QuestionInput `json:"questions" yaml:"questions"`
+	Published   *bool                 `json:"published" yaml:"published"`
 }
 
 func examInput(r *http.Request) (exam.Input, error) {
 	q := newQuery(r)
 	in := exam.Input{Slug: q.optStr("slug"), Title: q.optStr("title"),
 		TimeLimitMinutes: q.optInt("time_limit_minutes", 1, exam.MaxTimeLimit), PassingScore: q.optInt("passing_score", 0, 100),
-		MaxAttempts: q.optInt("max_attempts", 0, exam.MaxAttemptsLimit), ModuleID: q.optID("module_id"), TemplateID: q.optID("template_id")}
+		MaxAttempts: q.optInt("max_attempts", 0, exam.MaxAttemptsLimit), ModuleID: q.optID("module_id"), TemplateID: q.optID("template_id"),
+		Published: q.optBool("published")}
 	if err := q.err(); err != nil {
 		return in, err
 	}
 	var b examBody
-	if _, err := decodeContentBody(r, &b); err != nil {
+	_, err := decodeContentBody(r, &b)
+	if err != nil {
 		return in, err
 	}
 	in.Description = b.Description
+	if in.Published, err = onePublished(in.Published, b.Published); err != nil {
+		return in, err
+	}
 	if b.Questions != nil {
 		in.Questions = orEmpty(*b.Questions)
 	}
@@ -255,7 +262,7 @@ func examInput(r *http.Request) (exam.Input, error) {
 // examAdmin is the admin CRUD of exams.
 func (s *Server) examAdmin() contentAdmin[*exam.Exam, exam.Input, adminExamResponse] {
 	return contentAdmin[*exam.Exam, exam.Input, adminExamResponse]{
-		all: s.exams.Exams, one: s.exams.Exam, create: s.exams.Create, update: s.exams.Update, remove: s.exams.Delete,
+		all: s.exams.Mine, one: s.exams.Authored, create: s.exams.Create, update: s.exams.Update, remove: s.exams.Delete,
 		input: examInput, respond: newAdminExamResponse, query: examQueryParams, deleted: "Exam deleted",
 	}
 }

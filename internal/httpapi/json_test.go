@@ -49,12 +49,12 @@ func TestAppendTimestampMatchesLayout(t *testing.T) {
 
 func TestModuleListJSONMatchesEncodingJSON(t *testing.T) {
 	// A field added to these types must be added to moduleList.appendJSON too.
-	if n, m := reflect.TypeFor[moduleResponse]().NumField(), reflect.TypeFor[themeSummary]().NumField(); n != 8 || m != 6 {
+	if n, m := reflect.TypeFor[moduleResponse]().NumField(), reflect.TypeFor[themeSummary]().NumField(); n != 9 || m != 7 {
 		t.Fatalf("moduleResponse has %d fields and themeSummary %d: update moduleList.appendJSON and this test", n, m)
 	}
 	themes := []themeSummary{
 		{ID: 1, Slug: "ls", Title: "Listing files", OrderIndex: 1, EstimatedMinutes: 10, Completed: true},
-		{ID: 1 << 40, Slug: "jobs", Title: "Jobs in the shell with &, fg, bg", OrderIndex: -3},
+		{ID: 1 << 40, Slug: "jobs", Title: "Jobs in the shell with &, fg, bg", OrderIndex: -3, ownership: ownership{OwnerID: new(int64(1 << 41)), Published: true}},
 		{Title: "zoë <b> \"quoted\" back\\slash \t\u2028 \xff"},
 	}
 	for _, l := range []moduleList{
@@ -62,7 +62,7 @@ func TestModuleListJSONMatchesEncodingJSON(t *testing.T) {
 		{},
 		{{}},
 		{{ID: 7, Slug: "basics", Title: "Basics", Name: "Basics", Description: "Start here.", OrderIndex: 2,
-			Themes: themes, Progress: progressResponse{Completed: 1, Total: 3}}},
+			Themes: themes, Progress: progressResponse{Completed: 1, Total: 3}, ownership: ownership{OwnerID: new(int64(-5))}}},
 		{{Themes: []themeSummary{}}, {ID: 2, Description: "Line one\nline two — with a dash", Themes: themes[1:]}},
 	} {
 		got, self := appended(t, l)

@@ -60,6 +60,7 @@ type adminTaskResponse struct {
 
 type adminLabResponse struct {
 	labResponse
+	ownership
 	Setup     string              `json:"setup"`
 	Solution  string              `json:"solution"`
 	Machines  []lab.Machine       `json:"machines"`
@@ -69,7 +70,7 @@ type adminLabResponse struct {
 }
 
 func newAdminLabResponse(l *lab.Lab) adminLabResponse {
-	r := adminLabResponse{labResponse: newLabResponse(l), Setup: l.Setup, Solution: l.Solution, Machines: l.Machines,
+	r := adminLabResponse{labResponse: newLabResponse(l), ownership: newOwnership(l.Access), Setup: l.Setup, Solution: l.Solution, Machines: l.Machines,
 		Tasks: make([]adminTaskResponse, len(l.Tasks)), CreatedAt: timestamp(l.CreatedAt), UpdatedAt: timestamp(l.UpdatedAt)}
 	if r.Machines == nil {
 		r.Machines = []lab.Machine{}
@@ -154,10 +155,10 @@ func (s *Server) handleSectionLab(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if _, err := s.lessons.Module(r.Context(), id); err != nil {
+	if _, err := s.lessons.Module(r.Context(), callerOf(r), id); err != nil {
 		return err
 	}
-	l, err := s.labs.LabOfModule(r.Context(), id)
+	l, err := s.labs.LabOfModule(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error 
 // Admin authoring: scalars as query parameters, the rest as a JSON or YAML body.
 
 // labQueryParams are the scalar fields an admin sends in the query string.
-var labQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score"}
+var labQueryParams = []string{"slug", "title", "module_id", "template_id", "time_limit_minutes", "passing_score", "published"}
 
 // labBody is what an admin sends as the body.
 type labBody struct {
@@ -210,6 +211,7 @@ type labBody struct {
 	Solution    *string          `json:"solution" yaml:"solution"`
 	Machines    *[]lab.Machine   `json:"machines" yaml:"machines"`
 	Tasks       *[]lab.TaskInput `json:"tasks" yaml:"tasks"`
+	Published   *bool            `json:"published" yaml:"published"`
 }
 
 func labInput(r *http.Request) (lab.Input, error) {
@@ -218,11 +220,13 @@ func labInput(r *http.Request) (lab.Input, error) {
 		TimeLimitMinutes: q.optInt("time_limit_minutes", 1, lab.MaxTimeLimit), PassingScore: q.optInt("passing_score", 0, 100)}
 	in.ModuleID = q.optID("module_id")
 	in.TemplateID = q.optID("template_id")
+	in.Published = q.optBool("published")
 	if err := q.err(); err != nil {
 		return in, err
 	}
 	var b labBody
-	if _, err := decodeContentBody(r, &b); err != nil {
+	_, err := decodeContentBody(r, &b)
+	if err != nil {
 		return in, err
 	}
 	in.Description, in.Setup, in.Solution = b.Description, b.Setup, b.Solution
@@ -231,6 +235,9 @@ func labInput(r *http.Request) (lab.Input, error) {
 		if *in.Machines == nil {
 			in.Machines = &[]lab.Machine{}
 		}
+	}
+	if in.Published, err = onePublished(in.Published, b.Published); err != nil {
+		return in, err
 	}
 	if b.Tasks != nil {
 		in.Tasks = *b.Tasks
@@ -244,7 +251,7 @@ func labInput(r *http.Request) (lab.Input, error) {
 // labAdmin is the admin CRUD of laboratories.
 func (s *Server) labAdmin() contentAdmin[*lab.Lab, lab.Input, adminLabResponse] {
 	return contentAdmin[*lab.Lab, lab.Input, adminLabResponse]{
-		all: s.labs.Labs, one: s.labs.Lab, create: s.labs.Create, update: s.labs.Update, remove: s.labs.Delete,
+		all: s.labs.Mine, one: s.labs.Authored, create: s.labs.Create, update: s.labs.Update, remove: s.labs.Delete,
 		input: labInput, respond: newAdminLabResponse, query: labQueryParams, deleted: "Laboratory deleted",
 	}
 }

@@ -24,6 +24,7 @@ type themeSummary struct {
 	OrderIndex       int    `json:"order_index"`
 	EstimatedMinutes int    `json:"estimated_minutes"`
 	Completed        bool   `json:"completed"`
+	ownership
 }
 
 type moduleResponse struct {
@@ -35,14 +36,16 @@ type moduleResponse struct {
 	OrderIndex  int              `json:"order_index"`
 	Themes      []themeSummary   `json:"themes"`
 	Progress    progressResponse `json:"progress"`
+	ownership
 }
 
 func newModuleResponse(m lesson.ModuleProgress) moduleResponse {
 	r := moduleResponse{ID: m.ID, Slug: m.Slug, Title: m.Title, Name: m.Title, Description: m.Description,
-		OrderIndex: m.OrderIndex, Themes: make([]themeSummary, len(m.Themes)), Progress: progressResponse(m.Progress)}
+		OrderIndex: m.OrderIndex, Themes: make([]themeSummary, len(m.Themes)), Progress: progressResponse(m.Progress),
+		ownership: newOwnership(m.Access)}
 	for i, t := range m.Themes {
 		r.Themes[i] = themeSummary{ID: t.ID, Slug: t.Slug, Title: t.Title, OrderIndex: t.OrderIndex,
-			EstimatedMinutes: t.EstimatedMinutes, Completed: m.Done[i]}
+			EstimatedMinutes: t.EstimatedMinutes, Completed: m.Done[i], ownership: newOwnership(t.Access)}
 	}
 	return r
 }
@@ -58,11 +61,13 @@ type themeResponse struct {
 	CompletedAt      *timestamp `json:"completed_at"`
 	PreviousThemeID  *int64     `json:"previous_theme_id"`
 	NextThemeID      *int64     `json:"next_theme_id"`
+	ownership
 }
 
 func newThemeResponse(v *lesson.ThemeView) themeResponse {
 	r := themeResponse{ID: v.ID, Slug: v.Slug, ModuleID: v.ModuleID, Title: v.Title, OrderIndex: v.OrderIndex,
-		EstimatedMinutes: v.EstimatedMinutes, PreviousThemeID: v.PreviousThemeID, NextThemeID: v.NextThemeID}
+		EstimatedMinutes: v.EstimatedMinutes, PreviousThemeID: v.PreviousThemeID, NextThemeID: v.NextThemeID,
+		ownership: newOwnership(v.Access)}
 	if v.CompletedAt != nil {
 		ts := timestamp(*v.CompletedAt)
 		r.Completed, r.CompletedAt = true, &ts
@@ -83,7 +88,7 @@ func newContentResponse(c *lesson.Content) contentResponse {
 }
 
 func (s *Server) handleModules(w http.ResponseWriter, r *http.Request) error {
-	modules, err := s.lessons.ModulesProgress(r.Context(), currentUser(r).ID)
+	modules, err := s.lessons.ModulesProgress(r.Context(), callerOf(r))
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,20 @@ func (m moduleResponse) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(m.Progress.Completed), 10)
 	b = append(b, `,"total":`...)
 	b = strconv.AppendInt(b, int64(m.Progress.Total), 10)
-	return append(b, "}}"...)
+	b = append(b, '}')
+	return append(m.ownership.appendJSON(b), '}')
+}
+
+// appendJSON writes o's fields, each after a comma, as encoding/json would.
+func (o ownership) appendJSON(b []byte) []byte {
+	b = append(b, `,"owner_id":`...)
+	if o.OwnerID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *o.OwnerID, 10)
+	}
+	b = append(b, `,"published":`...)
+	return strconv.AppendBool(b, o.Published)
 }
 
 func (t themeSummary) appendJSON(b []byte) []byte {
@@ -161,7 +179,7 @@ func (t themeSummary) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(t.EstimatedMinutes), 10)
 	b = append(b, `,"completed":`...)
 	b = strconv.AppendBool(b, t.Completed)
-	return append(b, '}')
+	return append(t.ownership.appendJSON(b), '}')
 }
 
 func (s *Server) handleTheme(w http.ResponseWriter, r *http.Request) error {
@@ -174,7 +192,7 @@ func (s *Server) handleTheme(w http.ResponseWriter, r *http.Request) error {
 
 // writeTheme answers with theme id as the caller sees it: neighbours and progress.
 func (s *Server) writeTheme(w http.ResponseWriter, r *http.Request, id int64) error {
-	v, err := s.lessons.Theme(r.Context(), currentUser(r).ID, id)
+	v, err := s.lessons.Theme(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -187,7 +205,7 @@ func (s *Server) handleThemeContent(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	c, err := s.lessons.Content(r.Context(), id)
+	c, err := s.lessons.Content(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -206,7 +224,7 @@ func (s *Server) handleThemeComplete(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	at, err := s.lessons.Complete(r.Context(), currentUser(r).ID, id)
+	at, err := s.lessons.Complete(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -222,6 +240,7 @@ func (s *Server) handleAdminCreateModule(w http.ResponseWriter, r *http.Request)
 	n := lesson.NewModule{Title: q.requireStr("name"), OrderIndex: q.int("order_index", 0, 0, lesson.MaxOrderIndex)}
 	n.Slug, _ = q.str("slug")
 	n.Description, _ = q.str("description")
+	n.Published = q.optBool("published")
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -244,6 +263,7 @@ func (s *Server) handleAdminUpdateModule(w http.ResponseWriter, r *http.Request)
 	u.Slug = q.optStr("slug")
 	u.Description = q.optStr("description")
 	u.OrderIndex = q.optInt("order_index", 0, lesson.MaxOrderIndex)
+	u.Published = q.optBool("published")
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -300,7 +320,7 @@ func (s *Server) handleAdminReorderThemes(w http.ResponseWriter, r *http.Request
 	if err := s.lessons.ReorderThemes(r.Context(), callerOf(r), id, ids); err != nil {
 		return errs.In("query", err)
 	}
-	m, err := s.lessons.Module(r.Context(), id)
+	m, err := s.lessons.Module(r.Context(), callerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -317,6 +337,7 @@ func (s *Server) handleAdminCreateTheme(w http.ResponseWriter, r *http.Request) 
 		EstimatedMinutes: q.int("estimated_minutes", 10, 1, lesson.MaxMinutes),
 	}
 	n.Slug, _ = q.str("slug")
+	n.Published = q.optBool("published")
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -348,6 +369,7 @@ func (s *Server) handleAdminUpdateTheme(w http.ResponseWriter, r *http.Request) 
 	u.Slug = q.optStr("slug")
 	u.OrderIndex = q.optInt("order_index", 0, lesson.MaxOrderIndex)
 	u.EstimatedMinutes = q.optInt("estimated_minutes", 1, lesson.MaxMinutes)
+	u.Published = q.optBool("published")
 	if err := q.err(); err != nil {
 		return err
 	}

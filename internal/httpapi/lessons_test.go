@@ -338,7 +338,7 @@ func TestAdminLessonRoutesRefuseStudents(t *testing.T) {
 			{"DELETE", fmt.Sprintf("/api/admin/lessons/themes/%d", ids["shell-ls"])},
 		} {
 			r := e.Do(apitest.Request{Method: rt.method, Path: rt.path, Token: u.Token, Body: "# pwned"}).Expect(t, http.StatusForbidden)
-			if r.Detail() != "Admin access required" {
+			if r.Detail() != "Instructor or admin access required" {
 				t.Fatalf("%s %s: detail %q", rt.method, rt.path, r.Detail())
 			}
 		}

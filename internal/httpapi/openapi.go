@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"tuxlab/internal/auth"
 )
@@ -66,6 +67,19 @@ var (
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
 
+// ownerIDSchema and publishedSchema describe who owns authored content and
+// whether learners see it.
+var (
+	ownerIDSchema = map[string]any{"type": []string{"integer", "null"},
+		"description": "The user who created it; null for the system's content (bundled or imported without an owner), which only admins change."}
+	publishedSchema = map[string]any{"type": "boolean",
+		"description": "Learners see published content only; a draft (false) is seen by its owner and admins, and is 404 to everyone else."}
+	bodyPublishedSchema = map[string]any{"type": "boolean",
+		"description": "The same as the query parameter published (which see); when both are sent they must agree (422 otherwise)."}
+	publishedParam = param{name: "published", schema: boolSchema,
+		desc: "true publishes, false makes a draft. On create, absent: published when an admin creates it, a draft when an instructor does."}
+)
+
 func obj(required []string, props map[string]any) map[string]any {
 	o := map[string]any{"type": "object", "properties": props}
 	if len(required) > 0 {
@@ -110,18 +124,21 @@ var schemas = map[string]any{
 	}),
 	"MarkdownBody": obj([]string{"markdown"}, map[string]any{"markdown": strSchema}),
 	"Progress":     obj([]string{"completed", "total"}, map[string]any{"completed": intSchema, "total": intSchema}),
-	"ThemeSummary": obj([]string{"id", "slug", "title", "order_index", "estimated_minutes", "completed"}, map[string]any{
+	"ThemeSummary": obj([]string{"id", "slug", "title", "order_index", "estimated_minutes", "completed", "owner_id", "published"}, map[string]any{
 		"id": intSchema, "slug": strSchema, "title": strSchema, "order_index": intSchema, "estimated_minutes": intSchema, "completed": boolSchema,
+		"owner_id": ownerIDSchema, "published": publishedSchema,
 	}),
-	"Module": obj([]string{"id", "slug", "title", "name", "description", "order_index", "themes", "progress"}, map[string]any{
-		"id": intSchema, "slug": strSchema, "title": strSchema,
+	"Module": obj([]string{"id", "slug", "title", "name", "description", "order_index", "themes", "progress", "owner_id", "published"}, map[string]any{
+		"id": intSchema, "slug": strSchema, "title": strSchema, "owner_id": ownerIDSchema, "published": publishedSchema,
 		"name":        map[string]any{"type": "string", "description": "The same value as title: the contract lists modules by title and lets admins set a name."},
 		"description": strSchema, "order_index": intSchema, "themes": arrayOf(ref("ThemeSummary")),
 		"progress": ref("Progress"),
 	}),
 	"ModuleList": arrayOf(ref("Module")),
-	"Theme": obj([]string{"id", "slug", "module_id", "title", "order_index", "estimated_minutes", "completed", "completed_at", "previous_theme_id", "next_theme_id"}, map[string]any{
+	"Theme": obj([]string{"id", "slug", "module_id", "title", "order_index", "estimated_minutes", "completed", "completed_at", "previous_theme_id", "next_theme_id",
+		"owner_id", "published"}, map[string]any{
 		"id": intSchema, "slug": strSchema, "module_id": intSchema, "title": strSchema, "order_index": intSchema,
+		"owner_id": ownerIDSchema, "published": publishedSchema,
 		"estimated_minutes": intSchema, "completed": boolSchema,
 		"completed_at":      map[string]any{"oneOf": []any{tsSchema, map[string]any{"type": "null"}}},
 		"previous_theme_id": map[string]any{"type": []string{"integer", "null"}, "description": "The theme before this one in curriculum order, across modules."},
@@ -223,9 +240,10 @@ var (
 			{name: "slug", schema: strSchema, desc: "Stable key for curriculum files; made from the name when absent."},
 			{name: "description", schema: strSchema},
 			{name: "order_index", schema: intSchema},
+			publishedParam,
 		}}
 	docAdminUpdateModule = op{tag: "admin lessons", summary: "Update a module (only the parameters given change)", status: 200, result: "Module", errors: []int{404, 409},
-		params: []param{{name: "name", schema: strSchema}, {name: "description", schema: strSchema}, {name: "order_index", schema: intSchema}, {name: "slug", schema: strSchema}}}
+		params: []param{{name: "name", schema: strSchema}, {name: "description", schema: strSchema}, {name: "order_index", schema: intSchema}, {name: "slug", schema: strSchema}, publishedParam}}
 	docAdminDeleteModule = op{tag: "admin lessons", summary: "Delete a module; one with themes needs cascade=true", status: 200, result: "Deleted", errors: []int{404, 409},
 		params: []param{{name: "cascade", schema: boolSchema, desc: "Also delete the module's themes and the completions of them."}}}
 	docAdminReorderModules = op{tag: "admin lessons", summary: "Reorder all modules", status: 200, result: "ModuleList", errors: []int{409},
@@ -239,10 +257,11 @@ var (
 			{name: "slug", schema: strSchema, desc: "Made from the title when absent."},
 			{name: "order_index", schema: intSchema},
 			{name: "estimated_minutes", schema: intSchema, desc: "1 to 600, default 10."},
+			publishedParam,
 		}}
 	docAdminUpdateTheme = op{tag: "admin lessons", summary: "Update a theme (only the parameters given change)", status: 200, result: "Theme", errors: []int{404, 409},
 		params: []param{{name: "module_id", schema: intSchema}, {name: "title", schema: strSchema}, {name: "slug", schema: strSchema},
-			{name: "order_index", schema: intSchema}, {name: "estimated_minutes", schema: intSchema}}}
+			{name: "order_index", schema: intSchema}, {name: "estimated_minutes", schema: intSchema}, publishedParam}}
 	docAdminSetThemeContent = op{tag: "admin lessons", summary: "Replace a theme's lesson (the body is the Markdown)", status: 200, result: "ThemeContent", errors: []int{404}, text: requiredText}
 	docAdminDeleteTheme     = op{tag: "admin lessons", summary: "Delete a theme and the completions of it", status: 200, result: "Deleted", errors: []int{404}}
 
@@ -313,6 +332,10 @@ func (rt route) responseCodes() []int {
 	return out
 }
 
+// authorAccessDesc heads the description of every authoring route.
+const authorAccessDesc = "**Instructors and admins.** An instructor creates content (a draft unless `published=true`) and changes or deletes only what they own: " +
+	"another author's item answers 403 with a detail saying so; an admin changes everything; a student gets 403. See docs/api-decisions.md, \"Instructors author their own content\"."
+
 // cookieAuthDesc describes the browser session as a security scheme.
 const cookieAuthDesc = "The web interface's session: `POST /api/auth/login` with `X-Tuxlab-Session: cookie` sets the access token in this HttpOnly, SameSite=Strict cookie, which the browser then sends by itself. " +
 	"A bearer header, when sent, is used instead. Requests authenticated by the cookie must come from this site's pages (an `Origin` of this host or one listed in TUXLAB_CORS_ORIGINS, never through `*`; no `Sec-Fetch-Site: cross-site`), " +
@@ -329,6 +352,10 @@ func (s *Server) openAPIDocument() []byte {
 		}
 		if rt.doc.desc != "" {
 			o["description"] = rt.doc.desc
+		}
+		o["x-tuxlab-access"] = rt.access.accessName()
+		if rt.access == author {
+			o["description"] = strings.TrimSpace(authorAccessDesc + "\n\n" + rt.doc.desc)
 		}
 		o["security"] = []any{} // public: no token
 		if rt.access != public {

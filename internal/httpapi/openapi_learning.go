@@ -90,8 +90,8 @@ var learningSchemas = map[string]any{
 	"LabList": arrayOf(ref("Lab")),
 	"AdminTask": obj(append(keys(taskProps), "check"), withProps(taskProps, map[string]any{
 		"check": map[string]any{"type": "string", "description": "Runs as root in the sandbox; exit 0 means passed; `FAIL: ` lines are shown to the learner."}})),
-	"AdminLab": obj(append(keys(labProps), "setup", "solution", "created_at", "updated_at"), withProps(labProps, map[string]any{
-		"setup": strSchema, "solution": strSchema, "tasks": arrayOf(ref("AdminTask")), "created_at": tsSchema, "updated_at": tsSchema,
+	"AdminLab": obj(append(keys(labProps), "owner_id", "published", "setup", "solution", "created_at", "updated_at"), withProps(labProps, map[string]any{
+		"owner_id": ownerIDSchema, "published": publishedSchema, "setup": strSchema, "solution": strSchema, "tasks": arrayOf(ref("AdminTask")), "created_at": tsSchema, "updated_at": tsSchema,
 		"machines": arrayOf(ref("AdminLabMachine"))})),
 	"AdminLabList": arrayOf(ref("AdminLab")),
 	"TaskInput": obj([]string{"title", "check"}, map[string]any{"title": strSchema, "description": strSchema, "hint": strSchema,
@@ -102,8 +102,9 @@ var learningSchemas = map[string]any{
 		"setup":       map[string]any{"type": "string", "description": "Runs as root in a fresh sandbox at each start (labs of one sandbox)."},
 		"machines": map[string]any{"type": "array", "items": ref("AdminLabMachine"), "maxItems": 4,
 			"description": "Replaces the machines: 2 to 4, each with its own setup and solution; [] for a lab of one sandbox. The template must make machines."},
-		"solution": map[string]any{"type": "string", "description": "Solves every task, run as the learner; for admins and CI."},
-		"tasks":    map[string]any{"type": "array", "items": ref("TaskInput"), "maxItems": 50, "description": "Replaces the tasks; ids are kept by position."},
+		"solution":  map[string]any{"type": "string", "description": "Solves every task, run as the learner; for admins and CI."},
+		"tasks":     map[string]any{"type": "array", "items": ref("TaskInput"), "maxItems": 50, "description": "Replaces the tasks; ids are kept by position."},
+		"published": bodyPublishedSchema,
 	}),
 	"TaskResult": obj([]string{"task_id", "position", "title", "passed", "points", "feedback"}, map[string]any{
 		"task_id": intSchema, "position": intSchema, "title": strSchema, "passed": boolSchema,
@@ -137,8 +138,8 @@ var learningSchemas = map[string]any{
 		withProps(questionProps, map[string]any{"explanation": map[string]any{"type": "string", "description": "Markdown."},
 			"explanation_html": renderedOf("explanation"), "answer": nullableInt, "answers": arrayOf(intSchema),
 			"accept": strList, "case_sensitive": boolSchema, "check": strSchema, "solution": strSchema})),
-	"AdminExam": obj(append(keys(examSummaryProps), "questions", "created_at", "updated_at"), withProps(examSummaryProps, map[string]any{
-		"questions": arrayOf(ref("AdminQuestion")), "created_at": tsSchema, "updated_at": tsSchema})),
+	"AdminExam": obj(append(keys(examSummaryProps), "owner_id", "published", "questions", "created_at", "updated_at"), withProps(examSummaryProps, map[string]any{
+		"owner_id": ownerIDSchema, "published": publishedSchema, "questions": arrayOf(ref("AdminQuestion")), "created_at": tsSchema, "updated_at": tsSchema})),
 	"AdminExamList": arrayOf(ref("AdminExam")),
 	"QuestionInput": obj([]string{"kind", "prompt"}, map[string]any{
 		"kind": questionKind, "prompt": strSchema, "options": strList, "points": map[string]any{"type": "integer", "minimum": 1, "maximum": 100, "default": 1},
@@ -150,7 +151,7 @@ var learningSchemas = map[string]any{
 		"check":          map[string]any{"type": "string", "description": "practical: runs as root in the learner's sandbox; exit 0 means passed."},
 		"solution":       strSchema,
 	}),
-	"ExamBody": obj(nil, map[string]any{"description": strSchema,
+	"ExamBody": obj(nil, map[string]any{"description": strSchema, "published": bodyPublishedSchema,
 		"questions": map[string]any{"type": "array", "items": ref("QuestionInput"), "maxItems": 100, "description": "Replaces the questions; ids are kept by position."}}),
 	"ExamAttempt": closed(append(keys(examAttemptProps), "container_id", "terminal_url", "sandbox_notice", "questions", "draft_answers"), withProps(examAttemptProps, map[string]any{
 		"draft_answers": map[string]any{"type": "array", "items": ref("Answer"),
@@ -192,6 +193,7 @@ var (
 		{name: "template_id", schema: intSchema, desc: "The sandbox template a start provisions."},
 		{name: "time_limit_minutes", schema: intSchema, desc: "1 to 600, default 60."},
 		{name: "passing_score", schema: intSchema, desc: "Percent of points, 0 to 100, default 100."},
+		publishedParam,
 	}
 	examAdminParams = []param{
 		{name: "slug", schema: strSchema}, {name: "title", schema: strSchema},
@@ -200,6 +202,7 @@ var (
 		{name: "time_limit_minutes", schema: intSchema, desc: "1 to 600, default 30."},
 		{name: "passing_score", schema: intSchema, desc: "Percent of points, 0 to 100, default 70."},
 		{name: "max_attempts", schema: intSchema, desc: "0 (unlimited, the default) to 100."},
+		publishedParam,
 	}
 	cascadeParam = []param{{name: "cascade", schema: boolSchema, desc: "Also delete the learners' attempts."}}
 
@@ -225,15 +228,15 @@ var (
 		desc: "Graded once: a concurrent second submit is 409. After the deadline 409, and the attempt ends as expired. 429 with Retry-After while a check of the attempt runs. Once graded, the attempt's sandbox is removed (`sandbox_removed_at`)."}
 	docLabResults = op{tag: "laboratories", summary: "An attempt of yours, with its latest results", status: 200, result: "LabAttempt", errors: []int{404}}
 
-	docAdminExams      = op{tag: "admin content", summary: "Every exam with answers and scripts", status: 200, result: "AdminExamList"}
-	docAdminExam       = op{tag: "admin content", summary: "An exam with answers and scripts", status: 200, result: "AdminExam", errors: []int{404}}
+	docAdminExams      = op{tag: "admin content", summary: "The exams the caller may change (an admin: every one), drafts included, with answers and scripts", status: 200, result: "AdminExamList"}
+	docAdminExam       = op{tag: "admin content", summary: "An exam with answers and scripts (another author's: 403)", status: 200, result: "AdminExam", errors: []int{404}}
 	docAdminCreateExam = op{tag: "admin content", summary: "Create an exam: scalars in the query, questions as a JSON or YAML body", body: "ExamBody", alsoYAML: true,
 		status: 201, result: "AdminExam", errors: []int{409}, params: examAdminParams}
 	docAdminUpdateExam = op{tag: "admin content", summary: "Update an exam (only what is given changes)", body: "ExamBody", alsoYAML: true, optionalBody: true,
 		status: 200, result: "AdminExam", errors: []int{404, 409}, params: examAdminParams}
 	docAdminDeleteExam = op{tag: "admin content", summary: "Delete an exam; one with attempts needs cascade=true", status: 200, result: "Deleted", errors: []int{404, 409}, params: cascadeParam}
-	docAdminLabs       = op{tag: "admin content", summary: "Every laboratory with its scripts", status: 200, result: "AdminLabList"}
-	docAdminLab        = op{tag: "admin content", summary: "A laboratory with its scripts", status: 200, result: "AdminLab", errors: []int{404}}
+	docAdminLabs       = op{tag: "admin content", summary: "The laboratories the caller may change (an admin: every one), drafts included, with scripts", status: 200, result: "AdminLabList"}
+	docAdminLab        = op{tag: "admin content", summary: "A laboratory with its scripts (another author's: 403)", status: 200, result: "AdminLab", errors: []int{404}}
 	docAdminCreateLab  = op{tag: "admin content", summary: "Create a laboratory: scalars in the query, tasks and scripts as a JSON or YAML body", body: "LabBody", alsoYAML: true,
 		status: 201, result: "AdminLab", errors: []int{409}, params: labAdminParams}
 	docAdminUpdateLab = op{tag: "admin content", summary: "Update a laboratory (only what is given changes)", body: "LabBody", alsoYAML: true, optionalBody: true,

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/class"
 )
 
 // access says who may call a route.
@@ -15,6 +17,9 @@ const (
 	public access = iota // anyone
 	user                 // any active user with a valid token
 	admin                // active admins only
+	// author is active instructors and admins: the authoring routes. Which
+	// items an instructor may change is the domain's rule (their own).
+	author
 	// socket is user for a WebSocket route: the token may also come in the
 	// query string (browsers cannot set headers on a WebSocket), any Origin
 	// must be this site or an allowed one, and a refused WebSocket upgrade
@@ -90,16 +95,16 @@ func (s *Server) coreRoutes() []route {
 		{"GET", "/api/progress", user, s.handleProgress, docProgress},
 
 		// Admin: exams and laboratories
-		{"GET", "/api/admin/exams", admin, examAdmin.list, docAdminExams},
-		{"POST", "/api/admin/exams", admin, examAdmin.post, docAdminCreateExam},
-		{"GET", "/api/admin/exams/{id}", admin, examAdmin.get, docAdminExam},
-		{"PUT", "/api/admin/exams/{id}", admin, examAdmin.put, docAdminUpdateExam},
-		{"DELETE", "/api/admin/exams/{id}", admin, examAdmin.delete, docAdminDeleteExam},
-		{"GET", "/api/admin/laboratories", admin, labAdmin.list, docAdminLabs},
-		{"POST", "/api/admin/laboratories", admin, labAdmin.post, docAdminCreateLab},
-		{"GET", "/api/admin/laboratories/{id}", admin, labAdmin.get, docAdminLab},
-		{"PUT", "/api/admin/laboratories/{id}", admin, labAdmin.put, docAdminUpdateLab},
-		{"DELETE", "/api/admin/laboratories/{id}", admin, labAdmin.delete, docAdminDeleteLab},
+		{"GET", "/api/admin/exams", author, examAdmin.list, docAdminExams},
+		{"POST", "/api/admin/exams", author, examAdmin.post, docAdminCreateExam},
+		{"GET", "/api/admin/exams/{id}", author, examAdmin.get, docAdminExam},
+		{"PUT", "/api/admin/exams/{id}", author, examAdmin.put, docAdminUpdateExam},
+		{"DELETE", "/api/admin/exams/{id}", author, examAdmin.delete, docAdminDeleteExam},
+		{"GET", "/api/admin/laboratories", author, labAdmin.list, docAdminLabs},
+		{"POST", "/api/admin/laboratories", author, labAdmin.post, docAdminCreateLab},
+		{"GET", "/api/admin/laboratories/{id}", author, labAdmin.get, docAdminLab},
+		{"PUT", "/api/admin/laboratories/{id}", author, labAdmin.put, docAdminUpdateLab},
+		{"DELETE", "/api/admin/laboratories/{id}", author, labAdmin.delete, docAdminDeleteLab},
 
 		// Admin: sandboxes
 		{"GET", "/api/admin/containers", admin, s.handleAdminListContainers, docAdminListContainers},
@@ -108,15 +113,15 @@ func (s *Server) coreRoutes() []route {
 		{"DELETE", "/api/admin/sandbox-templates/{id}", admin, s.handleAdminDeleteTemplate, docAdminDeleteTemplate},
 
 		// Admin: lesson authoring
-		{"POST", "/api/admin/lessons/modules", admin, s.handleAdminCreateModule, docAdminCreateModule},
-		{"PUT", "/api/admin/lessons/modules/{module_id}", admin, s.handleAdminUpdateModule, docAdminUpdateModule},
-		{"DELETE", "/api/admin/lessons/modules/{module_id}", admin, s.handleAdminDeleteModule, docAdminDeleteModule},
-		{"PUT", "/api/admin/lessons/order", admin, s.handleAdminReorderModules, docAdminReorderModules},
-		{"PUT", "/api/admin/lessons/modules/{module_id}/order", admin, s.handleAdminReorderThemes, docAdminReorderThemes},
-		{"POST", "/api/admin/lessons/themes", admin, s.handleAdminCreateTheme, docAdminCreateTheme},
-		{"PUT", "/api/admin/lessons/themes/{theme_id}", admin, s.handleAdminUpdateTheme, docAdminUpdateTheme},
-		{"PUT", "/api/admin/lessons/themes/{theme_id}/content", admin, s.handleAdminSetThemeContent, docAdminSetThemeContent},
-		{"DELETE", "/api/admin/lessons/themes/{theme_id}", admin, s.handleAdminDeleteTheme, docAdminDeleteTheme},
+		{"POST", "/api/admin/lessons/modules", author, s.handleAdminCreateModule, docAdminCreateModule},
+		{"PUT", "/api/admin/lessons/modules/{module_id}", author, s.handleAdminUpdateModule, docAdminUpdateModule},
+		{"DELETE", "/api/admin/lessons/modules/{module_id}", author, s.handleAdminDeleteModule, docAdminDeleteModule},
+		{"PUT", "/api/admin/lessons/order", author, s.handleAdminReorderModules, docAdminReorderModules},
+		{"PUT", "/api/admin/lessons/modules/{module_id}/order", author, s.handleAdminReorderThemes, docAdminReorderThemes},
+		{"POST", "/api/admin/lessons/themes", author, s.handleAdminCreateTheme, docAdminCreateTheme},
+		{"PUT", "/api/admin/lessons/themes/{theme_id}", author, s.handleAdminUpdateTheme, docAdminUpdateTheme},
+		{"PUT", "/api/admin/lessons/themes/{theme_id}/content", author, s.handleAdminSetThemeContent, docAdminSetThemeContent},
+		{"DELETE", "/api/admin/lessons/themes/{theme_id}", author, s.handleAdminDeleteTheme, docAdminDeleteTheme},
 
 		// Admin: users and statistics
 		{"GET", "/api/admin/users", admin, s.handleAdminListUsers, docAdminListUsers},
@@ -167,6 +172,34 @@ func bearerToken(r *http.Request) string {
 		return ""
 	}
 	return strings.TrimSpace(token)
+}
+
+// accessName is how the OpenAPI document names an access level.
+func (a access) accessName() string {
+	switch a {
+	case public:
+		return "public"
+	case admin:
+		return "admin"
+	case author:
+		return "author"
+	case instructor:
+		return "instructor"
+	}
+	return "user"
+}
+
+// mayCall reports whether a user of role passes the route's role gate.
+func (a access) mayCall(role actor.Role) error {
+	switch {
+	case a == admin && role != actor.Admin:
+		return auth.ErrAdminRequired
+	case a == author && !(actor.Actor{Role: role}).CanAuthor():
+		return actor.ErrAuthorRequired
+	case a == instructor && role != actor.Admin && role != actor.Instructor:
+		return class.ErrInstructorRequired
+	}
+	return nil
 }
 
 // currentUser is the authenticated caller; wrap guarantees it on non-public routes.

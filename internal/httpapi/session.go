@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"tuxlab/internal/auth"
-	"tuxlab/internal/class"
 	"tuxlab/internal/errs"
 )
 
@@ -132,11 +130,8 @@ func (s *Server) authenticate(r *http.Request, rt route) (*http.Request, error) 
 			return r, err
 		}
 	}
-	if rt.access == admin && u.Role != auth.RoleAdmin {
-		return r, auth.ErrAdminRequired
-	}
-	if rt.access == instructor && u.Role != auth.RoleAdmin && u.Role != auth.RoleInstructor {
-		return r, class.ErrInstructorRequired
+	if err := rt.access.mayCall(u.Role); err != nil {
+		return r, err
 	}
 	st, r := requestStateOf(r)
 	st.user, st.token, st.viaCookie = u, cred.token, cred.cookie

@@ -37,6 +37,8 @@ type Input struct {
 	TimeLimitMinutes, PassingScore            *int
 	Machines                                  *[]Machine  // nil: unchanged; empty: one sandbox
 	Tasks                                     []TaskInput // nil: unchanged
+	Published                                 *bool
+	OwnerID                                   *int64 // 0: the system; set by imports only, an author's create owns what it makes
 }
 
 // TaskInput is one task as an admin or a file gives it.
@@ -68,6 +70,8 @@ func (in *Input) apply(l *Lab) error {
 	authored.Set(&l.TemplateID, in.TemplateID)
 	authored.Set(&l.TimeLimitMinutes, in.TimeLimitMinutes)
 	authored.Set(&l.PassingScore, in.PassingScore)
+	authored.Set(&l.Published, in.Published)
+	authored.SetRef(&l.OwnerID, in.OwnerID)
 	authored.CheckNames(&f, l.Slug, l.Title, l.Description)
 	checkScript(&f, []any{"setup"}, l.Setup, false)
 	checkScript(&f, []any{"solution"}, l.Solution, false)
@@ -77,6 +81,9 @@ func (in *Input) apply(l *Lab) error {
 	authored.CheckLimits(&f, l.TimeLimitMinutes, l.PassingScore)
 	if in.Machines != nil {
 		l.Machines = slices.Clone(*in.Machines)
+		if len(l.Machines) == 0 {
+			l.Machines = nil // as stored: a lab of one sandbox
+		}
 	}
 	checkMachines(&f, l)
 	if in.Tasks != nil {
@@ -177,12 +184,27 @@ func (s *Service) kind() authored.Kind[*Lab, Input] {
 		ID:       func(l *Lab) int64 { return l.ID },
 		Refs:     func(l *Lab) authored.Refs { return authored.Refs{ModuleID: l.ModuleID, TemplateID: &l.TemplateID} },
 		Stamps:   func(l *Lab) authored.Stamps { return authored.Stamps{Created: &l.CreatedAt, Updated: &l.UpdatedAt} },
+		Access:   func(l *Lab) *lesson.Access { return &l.Access },
 		FindByID: s.store.FindLabByID, FindBySlug: s.store.FindLabBySlug, NotFound: ErrLabNotFound,
 		Insert: s.store.CreateLab, Save: s.store.UpdateLab, Remove: s.store.DeleteLab,
 	}
 }
 
-// Create adds a lab from an admin's input.
+// Mine lists the labs a may change, drafts included: the authoring view.
+func (s *Service) Mine(ctx context.Context, a actor.Actor) ([]*Lab, error) {
+	all, err := s.store.FindLabs(ctx, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	return s.kind().Mine(a, all)
+}
+
+// Authored returns lab id for its authoring view, when a may change it.
+func (s *Service) Authored(ctx context.Context, a actor.Actor, id int64) (*Lab, error) {
+	return s.kind().Get(ctx, a, id)
+}
+
+// Create adds a lab from an author's input, owned by a.
 func (s *Service) Create(ctx context.Context, a actor.Actor, in Input) (*Lab, error) {
 	return s.kind().Create(ctx, a, in)
 }

@@ -26,7 +26,9 @@ const LabsDir = lesson.LabsDir
 type File struct {
 	Slug             string      `yaml:"slug"`
 	Title            string      `yaml:"title"`
-	Module           string      `yaml:"module,omitempty"` // slug; implied by the directory of a module
+	Owner            string      `yaml:"owner,omitempty"`     // a username; none: the system's
+	Published        *bool       `yaml:"published,omitempty"` // absent: true
+	Module           string      `yaml:"module,omitempty"`    // slug; implied by the directory of a module
 	Description      string      `yaml:"description"`
 	Template         string      `yaml:"template"`
 	TimeLimitMinutes int         `yaml:"time_limit_minutes"`
@@ -94,7 +96,7 @@ func readFile(fsys fs.FS, p string) (*File, error) {
 	}
 	f.Path = p
 	// Validate now, so a bad file is reported with its path before anything is written.
-	in := f.Input(1, 1)
+	in := f.Input(1, 1, 0)
 	if err := in.apply(&Lab{}); err != nil {
 		return nil, err
 	}
@@ -105,7 +107,7 @@ func readFile(fsys fs.FS, p string) (*File, error) {
 }
 
 // Input is the create or update f describes, with its references as ids.
-func (f *File) Input(moduleID, templateID int64) Input {
+func (f *File) Input(moduleID, templateID, ownerID int64) Input {
 	passing := DefaultPassing
 	if f.PassingScore != nil {
 		passing = *f.PassingScore
@@ -120,8 +122,11 @@ func (f *File) Input(moduleID, templateID int64) Input {
 	}
 	return Input{Slug: &f.Slug, Title: &f.Title, Description: &f.Description, Setup: &f.Setup, Solution: &f.Solution,
 		ModuleID: &moduleID, TemplateID: &templateID, TimeLimitMinutes: &f.TimeLimitMinutes, PassingScore: &passing,
-		Machines: &machines, Tasks: tasks}
+		Machines: &machines, Tasks: tasks, Published: new(f.Published == nil || *f.Published), OwnerID: &ownerID}
 }
+
+// OwnerName is the username f names as its owner, or "".
+func (f *File) OwnerName() string { return f.Owner }
 
 // ImportReport counts what an import did.
 type ImportReport struct{ yamlfile.Counts }
@@ -180,6 +185,9 @@ func (s *Service) file(ctx context.Context, l *Lab) (*File, error) {
 		if f.Module, err = s.store.ModuleSlugByID(ctx, *l.ModuleID); err != nil {
 			return nil, err
 		}
+	}
+	if f.Owner, f.Published, err = authored.FileAccess(ctx, s.store, l.Access); err != nil {
+		return nil, err
 	}
 	for i, t := range l.Tasks {
 		f.Tasks[i] = TaskInput{Title: t.Title, Description: t.Description, Hint: t.Hint, Points: t.Points, Machine: t.Machine, Check: t.Check}

@@ -13,6 +13,7 @@ import (
 
 	"tuxlab/internal/attempt"
 	"tuxlab/internal/errs"
+	"tuxlab/internal/lesson"
 )
 
 // Lab is a laboratory.
@@ -32,8 +33,9 @@ type Lab struct {
 	// their names resolve; each has its own setup and solution, and each
 	// task says which one its check runs on. Setup and Solution above are
 	// then empty. A lab without Machines has one sandbox.
-	Machines  []Machine
-	Tasks     []*Task
+	Machines []Machine
+	Tasks    []*Task
+	lesson.Access
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -172,6 +174,11 @@ type Store interface {
 	// Names the files use, resolved to ids.
 	ModuleIDBySlug(ctx context.Context, slug string) (int64, error)
 	ModuleSlugByID(ctx context.Context, id int64) (string, error)
+	// ModuleOwnerByID returns the owner of module id (nil: the system).
+	ModuleOwnerByID(ctx context.Context, id int64) (*int64, error)
+	// UserIDByName and UserNameByID resolve the owners files name.
+	UserIDByName(ctx context.Context, username string) (int64, error)
+	UserNameByID(ctx context.Context, id int64) (string, error)
 	TemplateIDByName(ctx context.Context, name string) (int64, error)
 	TemplateNameByID(ctx context.Context, id int64) (string, error)
 }

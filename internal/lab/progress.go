@@ -30,6 +30,7 @@ func (s *Service) Progress(ctx context.Context, a actor.Actor) ([]Progress, erro
 	if err != nil {
 		return nil, err
 	}
+	labs = s.kind().VisibleTo(a, labs)
 	ats, err := s.store.FindAttempts(ctx, AttemptFilter{UserID: a.UserID})
 	if err != nil {
 		return nil, err

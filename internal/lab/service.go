@@ -80,21 +80,40 @@ func NewService(store Store, sandboxes Sandboxes, o Options) *Service {
 
 func (s *Service) now() time.Time { return s.opt.Now().UTC().Truncate(time.Microsecond) }
 
-// Labs lists every lab, by id.
-func (s *Service) Labs(ctx context.Context) ([]*Lab, error) { return s.store.FindLabs(ctx, Filter{}) }
-
-// Lab returns one lab. The caller decides what of it to show.
-func (s *Service) Lab(ctx context.Context, id int64) (*Lab, error) {
-	return s.store.FindLabByID(ctx, id)
+// Labs lists every published lab, by id: what learners see.
+func (s *Service) Labs(ctx context.Context) ([]*Lab, error) {
+	all, err := s.store.FindLabs(ctx, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	return s.kind().Published(all), nil
 }
 
-// LabOfModule returns the laboratory of a module (a section).
-func (s *Service) LabOfModule(ctx context.Context, moduleID int64) (*Lab, error) {
+// Lab returns one published lab; a draft is ErrLabNotFound. The caller
+// decides what of it to show.
+func (s *Service) Lab(ctx context.Context, id int64) (*Lab, error) {
+	return s.labFor(ctx, actor.Actor{}, id)
+}
+
+// labFor returns lab id when a sees it: published, or a may change it.
+func (s *Service) labFor(ctx context.Context, a actor.Actor, id int64) (*Lab, error) {
+	l, err := s.store.FindLabByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !l.VisibleTo(a) {
+		return nil, ErrLabNotFound
+	}
+	return l, nil
+}
+
+// LabOfModule returns the laboratory of a module (a section) when a sees it.
+func (s *Service) LabOfModule(ctx context.Context, a actor.Actor, moduleID int64) (*Lab, error) {
 	labs, err := s.store.FindLabs(ctx, Filter{ModuleID: &moduleID})
 	if err != nil {
 		return nil, err
 	}
-	if len(labs) == 0 {
+	if len(labs) == 0 || !labs[0].VisibleTo(a) {
 		return nil, errs.E(errs.NotFound, "This section has no laboratory")
 	}
 	return labs[0], nil
@@ -107,7 +126,7 @@ func (s *Service) LabOfModule(ctx context.Context, moduleID int64) (*Lab, error)
 // provisions a sandbox from the lab's template and runs the lab's setup in it
 // as root. If any step fails, nothing of the new attempt is left behind.
 func (s *Service) Start(ctx context.Context, a actor.Actor, labID int64) (*Attempt, error) {
-	l, err := s.store.FindLabByID(ctx, labID)
+	l, err := s.labFor(ctx, a, labID)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type ModuleFile struct {
 	Title       string
 	Order       int
 	Description string
+	Owner       string // a username; "": the system's
+	Published   bool
 	Themes      []*ThemeFile
 	Path        string // where it was read from, for error messages
 }
@@ -38,6 +40,8 @@ type ThemeFile struct {
 	EstimatedMinutes int
 	Markdown         string
 	HTML             string // rendered by the service before the store sees it
+	Owner            string // a username; "": the system's
+	Published        bool
 	Path             string
 }
 
@@ -78,9 +82,14 @@ func ModuleSlugOf(fsys fs.FS, dir string) (string, error) {
 
 var frontMatterKey = regexp.MustCompile(`^([a-z_]+):\s*(.*)$`)
 
+// optionalKeys may appear in any front matter; every other allowed key must.
+var optionalKeys = []string{"owner", "published"}
+
 // parseFrontMatter splits a file into its front matter (flat key: value lines
-// between --- lines) and body. It checks that exactly the allowed keys appear.
-func parseFrontMatter(name, text string, allowed ...string) (map[string]string, string, error) {
+// between --- lines) and body. It checks that exactly the allowed keys
+// appear, and optionalKeys at most once each.
+func parseFrontMatter(name, text string, required ...string) (map[string]string, string, error) {
+	allowed := append(required[:len(required):len(required)], optionalKeys...)
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	if lines[0] != "---" {
 		return nil, "", fmt.Errorf("%s: must start with a --- front matter line", name)
@@ -116,7 +125,7 @@ func parseFrontMatter(name, text string, allowed ...string) (map[string]string, 
 		}
 		kv[m[1]] = strings.TrimSpace(m[2])
 	}
-	for _, k := range allowed {
+	for _, k := range required {
 		if _, ok := kv[k]; !ok {
 			return nil, "", fmt.Errorf("%s: front matter lacks %q", name, k)
 		}
@@ -187,6 +196,7 @@ func readModule(fsys fs.FS, dir string) (*ModuleFile, []string) {
 	m := &ModuleFile{Slug: kv["slug"], Title: kv["title"], Description: strings.TrimSpace(body), Path: p}
 	var problems []string
 	var f errs.Fields
+	m.Owner, m.Published = accessFields(&f, p, kv)
 	checkSlug(&f, []any{p, "slug"}, m.Slug)
 	checkText(&f, []any{p, "title"}, "Title", m.Title, MaxTitleLen)
 	m.Order = intField(&f, p, "order", kv["order"], 0, MaxOrderIndex)
@@ -225,6 +235,7 @@ func readTheme(fsys fs.FS, p string) (*ThemeFile, error) {
 	}
 	t := &ThemeFile{Slug: kv["slug"], Title: kv["title"], Markdown: body, Path: p}
 	var f errs.Fields
+	t.Owner, t.Published = accessFields(&f, p, kv)
 	checkSlug(&f, []any{p, "slug"}, t.Slug)
 	checkText(&f, []any{p, "title"}, "Title", t.Title, MaxTitleLen)
 	t.Order = intField(&f, p, "order", kv["order"], 0, MaxOrderIndex)
@@ -233,6 +244,35 @@ func readTheme(fsys fs.FS, p string) (*ThemeFile, error) {
 		return nil, fmt.Errorf("%s", strings.Join(problems, "\n  "))
 	}
 	return t, nil
+}
+
+// accessFields reads the optional owner (a username) and published (true
+// or false, absent: true) of a front matter.
+func accessFields(f *errs.Fields, p string, kv map[string]string) (string, bool) {
+	published := true
+	if v, ok := kv["published"]; ok {
+		switch v {
+		case "true":
+		case "false":
+			published = false
+		default:
+			f.Add([]any{p, "published"}, "published must be true or false", "bool_parsing")
+		}
+	}
+	return kv["owner"], published
+}
+
+// accessLines writes the owner and published lines of a front matter:
+// nothing for the system's published content.
+func accessLines(owner string, published bool) string {
+	var b strings.Builder
+	if owner != "" {
+		b.WriteString("owner: " + owner + "\n")
+	}
+	if !published {
+		b.WriteString("published: false\n")
+	}
+	return b.String()
 }
 
 func intField(f *errs.Fields, p, key, v string, lo, hi int) int {
@@ -253,10 +293,10 @@ func fieldProblems(f errs.Fields) []string {
 	return out
 }
 
-// WriteCurriculum writes modules to dir in the file layout ReadCurriculum reads.
-// It refuses a directory that already holds files, so an export never mixes
-// with an older one.
-func WriteCurriculum(dir string, modules []*Module, content func(themeID int64) (string, error)) error {
+// WriteCurriculum writes modules to dir in the file layout ReadCurriculum reads;
+// owner names an owner's user id. It refuses a directory that already holds
+// files, so an export never mixes with an older one.
+func WriteCurriculum(dir string, modules []*Module, content func(themeID int64) (string, error), owner func(Access) (string, error)) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s is not empty: export into a new directory", dir)
 	}
@@ -265,7 +305,12 @@ func WriteCurriculum(dir string, modules []*Module, content func(themeID int64) 
 		if err := os.MkdirAll(mdir, 0o755); err != nil {
 			return err
 		}
-		head := fmt.Sprintf("---\nslug: %s\ntitle: %s\norder: %d\n---\n%s\n", m.Slug, m.Title, m.OrderIndex, m.Description)
+		name, err := owner(m.Access)
+		if err != nil {
+			return err
+		}
+		head := fmt.Sprintf("---\nslug: %s\ntitle: %s\norder: %d\n%s---\n%s\n", m.Slug, m.Title, m.OrderIndex,
+			accessLines(name, m.Published), m.Description)
 		if err := os.WriteFile(filepath.Join(mdir, moduleFileName), []byte(head), 0o644); err != nil {
 			return err
 		}
@@ -274,7 +319,12 @@ func WriteCurriculum(dir string, modules []*Module, content func(themeID int64) 
 			if err != nil {
 				return err
 			}
-			text := fmt.Sprintf("---\nslug: %s\ntitle: %s\norder: %d\nestimated_minutes: %d\n---\n%s", t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, md)
+			tname, err := owner(t.Access)
+			if err != nil {
+				return err
+			}
+			text := fmt.Sprintf("---\nslug: %s\ntitle: %s\norder: %d\nestimated_minutes: %d\n%s---\n%s", t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes,
+				accessLines(tname, t.Published), md)
 			short := strings.TrimPrefix(strings.TrimPrefix(t.Slug, m.Slug), "-")
 			if short == "" {
 				short = t.Slug

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 )
 
@@ -24,8 +25,9 @@ type Module struct {
 	Description string
 	OrderIndex  int
 	Themes      []*Theme // ordered by OrderIndex, then ID
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	Access
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Theme is one lesson.
@@ -36,9 +38,24 @@ type Theme struct {
 	Title            string
 	OrderIndex       int
 	EstimatedMinutes int
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	Access
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// Access says who owns an item of authored content and whether learners
+// see it. Modules, themes, labs and exams share it.
+type Access struct {
+	// OwnerID is the user who created the item; nil for the system's
+	// content (bundled or imported without an owner), which only admins change.
+	OwnerID *int64
+	// Published items are seen by every learner; a draft only by its owner
+	// and admins.
+	Published bool
+}
+
+// VisibleTo reports whether a sees the item: it is published, or a may change it.
+func (x Access) VisibleTo(a actor.Actor) bool { return x.Published || a.CanChange(x.OwnerID) }
 
 // Content is a theme's lesson text: the Markdown source and its sanitised HTML.
 type Content struct {
@@ -67,6 +84,7 @@ type ModuleUpdate struct {
 	Title       *string
 	Description *string
 	OrderIndex  *int
+	Published   *bool
 }
 
 // ThemeUpdate holds the fields of a theme to change; nil fields stay.
@@ -76,6 +94,7 @@ type ThemeUpdate struct {
 	Title            *string
 	OrderIndex       *int
 	EstimatedMinutes *int
+	Published        *bool
 }
 
 // Store keeps the curriculum and progress. Missing rows are errs.NotFound
@@ -104,9 +123,13 @@ type Store interface {
 	DeleteTheme(ctx context.Context, id int64) error
 	ReorderThemes(ctx context.Context, moduleID int64, ids []int64, at time.Time) error
 
-	// ImportCurriculum upserts modules and themes by slug in one transaction.
+	// ImportCurriculum upserts modules and themes by slug in one
+	// transaction, with the owners (usernames, resolved) and published
+	// states the files give; an unknown owner is errs.NotFound.
 	ImportCurriculum(ctx context.Context, c *Curriculum, at time.Time) (ImportReport, error)
 	CountLessons(ctx context.Context) (Stats, error)
+	// UserNameByID returns the username of an owner, for exports.
+	UserNameByID(ctx context.Context, id int64) (string, error)
 }
 
 // Errors with fixed details.
@@ -115,6 +138,8 @@ var (
 	ErrThemeNotFound   = errs.E(errs.NotFound, "Theme not found")
 	ErrModuleHasThemes = errs.E(errs.Conflict, "Module has themes: delete them first or pass cascade=true")
 	ErrSlugTaken       = errs.E(errs.Conflict, "Slug already in use")
+	// ErrForeignModule refuses an instructor's theme in a module of another author.
+	ErrForeignModule = errs.E(errs.Forbidden, "Themes go only into modules you own: this module belongs to another author")
 )
 
 // Limits on authored fields.

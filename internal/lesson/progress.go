@@ -3,6 +3,8 @@ package lesson
 import (
 	"context"
 	"time"
+
+	"tuxlab/internal/actor"
 )
 
 // Progress is how many of a module's themes a learner completed.
@@ -28,10 +30,10 @@ func ProgressOf(m *Module, done map[int64]time.Time) ModuleProgress {
 	return p
 }
 
-// ModulesProgress returns the curriculum, in order, with userID's progress
-// through each module.
-func (s *Service) ModulesProgress(ctx context.Context, userID int64) ([]ModuleProgress, error) {
-	modules, done, err := s.Modules(ctx, userID)
+// ModulesProgress returns the curriculum as a sees it, in order, with a's
+// progress through each module.
+func (s *Service) ModulesProgress(ctx context.Context, a actor.Actor) ([]ModuleProgress, error) {
+	modules, done, err := s.ModulesFor(ctx, a)
 	if err != nil {
 		return nil, err
 	}

@@ -50,15 +50,50 @@ func NewService(store Store, log activity.Log, now func() time.Time) *Service {
 
 func (s *Service) stamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Modules returns the curriculum in order and the user's completions. The
-// modules are shared: callers must not modify them.
+// Modules returns the curriculum as learners see it, published modules and
+// themes only, in order, and the user's completions. The modules are shared:
+// callers must not modify them.
 func (s *Service) Modules(ctx context.Context, userID int64) ([]*Module, map[int64]time.Time, error) {
+	return s.ModulesFor(ctx, actor.User(userID))
+}
+
+// ModulesFor returns the curriculum as a sees it (published items, and the
+// drafts a may change) and a's completions. The modules are shared: callers
+// must not modify them.
+func (s *Service) ModulesFor(ctx context.Context, a actor.Actor) ([]*Module, map[int64]time.Time, error) {
 	modules, err := s.curriculum(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	done, err := s.store.FindCompletions(ctx, userID)
-	return modules, done, err
+	done, err := s.store.FindCompletions(ctx, a.UserID)
+	return visibleTo(a, modules), done, err
+}
+
+// visibleTo returns the modules and themes a sees, sharing what it can.
+func visibleTo(a actor.Actor, modules []*Module) []*Module {
+	out := make([]*Module, 0, len(modules))
+	for _, m := range modules {
+		if !m.VisibleTo(a) {
+			continue
+		}
+		all := true
+		for _, t := range m.Themes {
+			all = all && t.VisibleTo(a)
+		}
+		if all {
+			out = append(out, m)
+			continue
+		}
+		c := *m
+		c.Themes = make([]*Theme, 0, len(m.Themes))
+		for _, t := range m.Themes {
+			if t.VisibleTo(a) {
+				c.Themes = append(c.Themes, t)
+			}
+		}
+		out = append(out, &c)
+	}
+	return out
 }
 
 // curriculum returns the cached modules, reloading them when stale.
@@ -92,9 +127,11 @@ type ThemeView struct {
 	NextThemeID     *int64 // the theme after, across module boundaries
 }
 
-// Theme returns a theme with its neighbours in curriculum order.
-func (s *Service) Theme(ctx context.Context, userID, id int64) (*ThemeView, error) {
-	modules, done, err := s.Modules(ctx, userID)
+// Theme returns a theme with its neighbours in curriculum order as a sees
+// it; a theme a does not see (a draft of another author, or in one) is
+// ErrThemeNotFound.
+func (s *Service) Theme(ctx context.Context, a actor.Actor, id int64) (*ThemeView, error) {
+	modules, done, err := s.ModulesFor(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -121,14 +158,52 @@ func (s *Service) Theme(ctx context.Context, userID, id int64) (*ThemeView, erro
 	return nil, ErrThemeNotFound
 }
 
-// Content returns a theme's Markdown and sanitised HTML.
-func (s *Service) Content(ctx context.Context, id int64) (*Content, error) {
+// Content returns a theme's Markdown and sanitised HTML, when a sees the theme.
+func (s *Service) Content(ctx context.Context, a actor.Actor, id int64) (*Content, error) {
+	if err := s.sees(ctx, a, id); err != nil {
+		return nil, err
+	}
 	return s.store.FindThemeContent(ctx, id)
 }
 
-// Complete records that userID completed theme id; it is idempotent and
-// returns the time of the first completion.
-func (s *Service) Complete(ctx context.Context, userID, id int64) (time.Time, error) {
+// sees returns ErrThemeNotFound unless a sees theme id.
+func (s *Service) sees(ctx context.Context, a actor.Actor, id int64) error {
+	modules, err := s.curriculum(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range modules {
+		for _, t := range m.Themes {
+			if t.ID == id {
+				if m.VisibleTo(a) && t.VisibleTo(a) {
+					return nil
+				}
+				return ErrThemeNotFound
+			}
+		}
+	}
+	// Not in the cache: it may be newer than the cache, so ask the store.
+	t, err := s.store.FindThemeByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	m, err := s.store.FindModuleByID(ctx, t.ModuleID)
+	if err != nil {
+		return err
+	}
+	if !m.VisibleTo(a) || !t.VisibleTo(a) {
+		return ErrThemeNotFound
+	}
+	return nil
+}
+
+// Complete records that a completed theme id, which a must see; it is
+// idempotent and returns the time of the first completion.
+func (s *Service) Complete(ctx context.Context, a actor.Actor, id int64) (time.Time, error) {
+	if err := s.sees(ctx, a, id); err != nil {
+		return time.Time{}, err
+	}
+	userID := a.UserID
 	now := s.stamp()
 	var at time.Time
 	err := s.activity.InTx(ctx, func(ctx context.Context) error {
@@ -157,9 +232,18 @@ type NewModule struct {
 	Title       string
 	Description string
 	OrderIndex  int
+	Published   *bool // nil: published when an admin creates it, a draft when an instructor does
 }
 
-// CreateModule validates and stores a new module.
+// publishedOr is *p, or the default for content a creates.
+func publishedOr(p *bool, a actor.Actor) bool {
+	if p != nil {
+		return *p
+	}
+	return a.PublishesByDefault()
+}
+
+// CreateModule validates and stores a new module owned by a.
 func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) (*Module, error) {
 	if err := a.MayAuthor(); err != nil {
 		return nil, err
@@ -174,7 +258,7 @@ func (s *Service) CreateModule(ctx context.Context, a actor.Actor, n NewModule) 
 	}
 	now := s.stamp()
 	m := &Module{Slug: n.Slug, Title: n.Title, Description: n.Description, OrderIndex: n.OrderIndex,
-		Themes: []*Theme{}, CreatedAt: now, UpdatedAt: now}
+		Themes: []*Theme{}, Access: Access{OwnerID: a.OwnerID(), Published: publishedOr(n.Published, a)}, CreatedAt: now, UpdatedAt: now}
 	return m, s.store.CreateModule(ctx, m)
 }
 
@@ -209,9 +293,10 @@ func checkDescription(f *errs.Fields, d string) {
 	}
 }
 
-// UpdateModule validates and applies the fields given.
+// UpdateModule validates and applies the fields given; a must be allowed to
+// change the module.
 func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u ModuleUpdate) (*Module, error) {
-	if err := a.MayAuthor(); err != nil {
+	if err := s.mayChangeModule(ctx, a, id, false); err != nil {
 		return nil, err
 	}
 	defer s.changed()
@@ -232,9 +317,31 @@ func (s *Service) UpdateModule(ctx context.Context, a actor.Actor, id int64, u M
 	return s.store.FindModuleByID(ctx, id)
 }
 
-// DeleteModule removes a module; one with themes needs cascade.
-func (s *Service) DeleteModule(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+// mayChangeModule returns nil when a may change module id (and, with
+// themes, each of its themes); a missing module is ErrModuleNotFound.
+func (s *Service) mayChangeModule(ctx context.Context, a actor.Actor, id int64, themes bool) error {
 	if err := a.MayAuthor(); err != nil {
+		return err
+	}
+	m, err := s.store.FindModuleByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.MayChange(m.OwnerID); err != nil {
+		return err
+	}
+	for _, t := range m.Themes {
+		if themes && !a.CanChange(t.OwnerID) {
+			return errs.E(errs.Forbidden, "The module holds a theme of another author: only its owner or an admin may change it")
+		}
+	}
+	return nil
+}
+
+// DeleteModule removes a module; one with themes needs cascade, and a must
+// be allowed to change the module and each of its themes.
+func (s *Service) DeleteModule(ctx context.Context, a actor.Actor, id int64, cascade bool) error {
+	if err := s.mayChangeModule(ctx, a, id, cascade); err != nil {
 		return err
 	}
 	defer s.changed()
@@ -254,6 +361,9 @@ func (s *Service) ReorderModules(ctx context.Context, a actor.Actor, ids []int64
 	}
 	current := make([]int64, len(modules))
 	for i, m := range modules {
+		if !a.CanChange(m.OwnerID) {
+			return errs.E(errs.Forbidden, "Reordering the modules moves modules of other authors: only an admin may")
+		}
 		current[i] = m.ID
 	}
 	if err := checkPermutation("module_ids", ids, current); err != nil {
@@ -263,9 +373,10 @@ func (s *Service) ReorderModules(ctx context.Context, a actor.Actor, ids []int64
 }
 
 // ReorderThemes puts every theme of a module in the order of ids, which must
-// name each of its themes exactly once.
+// name each of its themes exactly once; a must be allowed to change the
+// module and each of its themes.
 func (s *Service) ReorderThemes(ctx context.Context, a actor.Actor, moduleID int64, ids []int64) error {
-	if err := a.MayAuthor(); err != nil {
+	if err := s.mayChangeModule(ctx, a, moduleID, true); err != nil {
 		return err
 	}
 	defer s.changed()
@@ -302,9 +413,18 @@ func checkPermutation(param string, ids, current []int64) error {
 	return nil
 }
 
-// Module returns one module with its themes.
-func (s *Service) Module(ctx context.Context, id int64) (*Module, error) {
-	return s.store.FindModuleByID(ctx, id)
+// Module returns one module with the themes a sees; a module a does not
+// see is ErrModuleNotFound.
+func (s *Service) Module(ctx context.Context, a actor.Actor, id int64) (*Module, error) {
+	m, err := s.store.FindModuleByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := visibleTo(a, []*Module{m})
+	if len(v) == 0 {
+		return nil, ErrModuleNotFound
+	}
+	return v[0], nil
 }
 
 // NewTheme is the input to create a theme.
@@ -315,11 +435,16 @@ type NewTheme struct {
 	OrderIndex       int
 	EstimatedMinutes int
 	Markdown         string
+	Published        *bool // nil: published when an admin creates it, a draft when an instructor does
 }
 
-// CreateTheme validates, renders and stores a new theme.
+// CreateTheme validates, renders and stores a new theme owned by a, in a
+// module a may change.
 func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*Theme, error) {
 	if err := a.MayAuthor(); err != nil {
+		return nil, err
+	}
+	if err := s.mayUseModule(ctx, a, n.ModuleID); err != nil {
 		return nil, err
 	}
 	defer s.changed()
@@ -337,7 +462,8 @@ func (s *Service) CreateTheme(ctx context.Context, a actor.Actor, n NewTheme) (*
 	}
 	now := s.stamp()
 	t := &Theme{ModuleID: n.ModuleID, Slug: n.Slug, Title: n.Title, OrderIndex: n.OrderIndex,
-		EstimatedMinutes: n.EstimatedMinutes, CreatedAt: now, UpdatedAt: now}
+		EstimatedMinutes: n.EstimatedMinutes, Access: Access{OwnerID: a.OwnerID(), Published: publishedOr(n.Published, a)},
+		CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateTheme(ctx, t, &Content{Markdown: n.Markdown, HTML: html, UpdatedAt: now}); err != nil {
 		if errs.Is(err, errs.NotFound) {
 			return nil, errs.Field([]any{"module_id"}, "No module with this id", "value_error")
@@ -353,10 +479,45 @@ func checkMarkdown(f *errs.Fields, md string) {
 	}
 }
 
-// UpdateTheme validates and applies the fields given.
-func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u ThemeUpdate) (*Theme, error) {
+// mayUseModule refuses a theme in module id unless a may change the module
+// (an unknown module is a field problem of module_id).
+func (s *Service) mayUseModule(ctx context.Context, a actor.Actor, id int64) error {
+	m, err := s.store.FindModuleByID(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return errs.Field([]any{"module_id"}, "No module with this id", "value_error")
+	}
+	if err != nil {
+		return err
+	}
+	if !a.CanChange(m.OwnerID) {
+		return ErrForeignModule
+	}
+	return nil
+}
+
+// mayChangeTheme returns nil when a may change theme id; a missing theme is
+// ErrThemeNotFound.
+func (s *Service) mayChangeTheme(ctx context.Context, a actor.Actor, id int64) error {
 	if err := a.MayAuthor(); err != nil {
+		return err
+	}
+	t, err := s.store.FindThemeByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.MayChange(t.OwnerID)
+}
+
+// UpdateTheme validates and applies the fields given; a must be allowed to
+// change the theme, and the module it moves to.
+func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u ThemeUpdate) (*Theme, error) {
+	if err := s.mayChangeTheme(ctx, a, id); err != nil {
 		return nil, err
+	}
+	if u.ModuleID != nil {
+		if err := s.mayUseModule(ctx, a, *u.ModuleID); err != nil {
+			return nil, err
+		}
 	}
 	defer s.changed()
 	var f errs.Fields
@@ -375,7 +536,7 @@ func (s *Service) UpdateTheme(ctx context.Context, a actor.Actor, id int64, u Th
 
 // SetContent replaces a theme's lesson text and re-renders it.
 func (s *Service) SetContent(ctx context.Context, a actor.Actor, id int64, markdown string) (*Content, error) {
-	if err := a.MayAuthor(); err != nil {
+	if err := s.mayChangeTheme(ctx, a, id); err != nil {
 		return nil, err
 	}
 	defer s.changed()
@@ -394,7 +555,7 @@ func (s *Service) SetContent(ctx context.Context, a actor.Actor, id int64, markd
 
 // DeleteTheme removes a theme and its completions.
 func (s *Service) DeleteTheme(ctx context.Context, a actor.Actor, id int64) error {
-	if err := a.MayAuthor(); err != nil {
+	if err := s.mayChangeTheme(ctx, a, id); err != nil {
 		return err
 	}
 	defer s.changed()
@@ -462,5 +623,10 @@ func (s *Service) Export(ctx context.Context, dir string) (int, error) {
 			return "", err
 		}
 		return c.Markdown, nil
+	}, func(a Access) (string, error) {
+		if a.OwnerID == nil {
+			return "", nil
+		}
+		return s.store.UserNameByID(ctx, *a.OwnerID)
 	})
 }

@@ -22,7 +22,7 @@ var _ exam.Store = (*ExamStore)(nil)
 
 const (
 	examColumns = `id, slug, module_id, template_id, title, description, time_limit_minutes, passing_score, max_attempts,
-	created_at, updated_at`
+	owner_id, published, created_at, updated_at`
 	questionColumns    = `id, exam_id, position, kind, prompt, options, points, explanation, answer_key`
 	examAttemptColumns = `id, exam_id, user_id, status, started_at, expires_at, finished_at, grading_since,
 	points, max_points, score, passed, answers, results, option_order, container_id, draft, draft_saved_at`
@@ -30,18 +30,18 @@ const (
 
 func scanExam(row scanner) (*exam.Exam, error) {
 	var (
-		e                exam.Exam
-		module, template sql.NullInt64
+		e                       exam.Exam
+		module, template, owner sql.NullInt64
 	)
 	err := row.Scan(&e.ID, &e.Slug, &module, &template, &e.Title, &e.Description, &e.TimeLimitMinutes, &e.PassingScore,
-		&e.MaxAttempts, &e.CreatedAt, &e.UpdatedAt)
+		&e.MaxAttempts, &owner, &e.Published, &e.CreatedAt, &e.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, exam.ErrExamNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	e.ModuleID, e.TemplateID = nullInt(module), nullInt(template)
+	e.ModuleID, e.TemplateID, e.OwnerID = nullInt(module), nullInt(template), nullInt(owner)
 	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
 	e.Questions = []*exam.Question{}
 	return &e, nil
@@ -167,9 +167,10 @@ func examConflict(err error) error {
 func (s *ExamStore) CreateExam(ctx context.Context, e *exam.Exam) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO exams (slug, module_id, template_id, title, description, time_limit_minutes,
-			passing_score, max_attempts, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			passing_score, max_attempts, owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
 			e.Slug, intArg(e.ModuleID), intArg(e.TemplateID), e.Title, e.Description, e.TimeLimitMinutes, e.PassingScore, e.MaxAttempts,
-			e.CreatedAt.UTC(), e.UpdatedAt.UTC()).Scan(&e.ID)
+			intArg(e.OwnerID), e.Published, e.CreatedAt.UTC(), e.UpdatedAt.UTC()).Scan(&e.ID)
 		if err != nil {
 			return examConflict(err)
 		}
@@ -181,9 +182,9 @@ func (s *ExamStore) CreateExam(ctx context.Context, e *exam.Exam) error {
 func (s *ExamStore) UpdateExam(ctx context.Context, e *exam.Exam) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE exams SET slug = $1, module_id = $2, template_id = $3, title = $4, description = $5,
-			time_limit_minutes = $6, passing_score = $7, max_attempts = $8, updated_at = $9 WHERE id = $10`,
+			time_limit_minutes = $6, passing_score = $7, max_attempts = $8, owner_id = $9, published = $10, updated_at = $11 WHERE id = $12`,
 			e.Slug, intArg(e.ModuleID), intArg(e.TemplateID), e.Title, e.Description, e.TimeLimitMinutes, e.PassingScore, e.MaxAttempts,
-			e.UpdatedAt.UTC(), e.ID)
+			intArg(e.OwnerID), e.Published, e.UpdatedAt.UTC(), e.ID)
 		if err != nil {
 			return examConflict(err)
 		}

@@ -25,7 +25,7 @@ var _ lab.Store = (*LabStore)(nil)
 
 const (
 	labColumns = `id, slug, module_id, template_id, title, description, time_limit_minutes, passing_score,
-	setup_script, solution, created_at, updated_at, machines`
+	setup_script, solution, owner_id, published, created_at, updated_at, machines`
 	taskColumns       = `id, lab_id, position, title, description, hint, points, check_script, machine`
 	labAttemptColumns = `id, lab_id, user_id, container_id, status, started_at, expires_at, finished_at, grading_since,
 	points, max_points, score, passed, results, checks, last_check_at, checking_since, sandbox_removed_at, machines`
@@ -33,12 +33,12 @@ const (
 
 func scanLab(row scanner) (*lab.Lab, error) {
 	var (
-		l        lab.Lab
-		module   sql.NullInt64
-		machines string
+		l             lab.Lab
+		module, owner sql.NullInt64
+		machines      string
 	)
 	err := row.Scan(&l.ID, &l.Slug, &module, &l.TemplateID, &l.Title, &l.Description, &l.TimeLimitMinutes, &l.PassingScore,
-		&l.Setup, &l.Solution, &l.CreatedAt, &l.UpdatedAt, &machines)
+		&l.Setup, &l.Solution, &owner, &l.Published, &l.CreatedAt, &l.UpdatedAt, &machines)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lab.ErrLabNotFound
 	}
@@ -51,7 +51,7 @@ func scanLab(row scanner) (*lab.Lab, error) {
 	if len(l.Machines) == 0 {
 		l.Machines = nil
 	}
-	l.ModuleID = nullInt(module)
+	l.ModuleID, l.OwnerID = nullInt(module), nullInt(owner)
 	l.CreatedAt, l.UpdatedAt = l.CreatedAt.UTC(), l.UpdatedAt.UTC()
 	l.Tasks = []*lab.Task{}
 	return &l, nil
@@ -190,9 +190,10 @@ var errMissingReference = errs.E(errs.Conflict, "The module or sandbox template 
 func (s *LabStore) CreateLab(ctx context.Context, l *lab.Lab) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `INSERT INTO labs (slug, module_id, template_id, title, description, time_limit_minutes,
-			passing_score, setup_script, solution, created_at, updated_at, machines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			passing_score, setup_script, solution, owner_id, published, created_at, updated_at, machines)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
 			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
-			l.CreatedAt.UTC(), l.UpdatedAt.UTC(), resultsJSON(l.Machines)).Scan(&l.ID)
+			intArg(l.OwnerID), l.Published, l.CreatedAt.UTC(), l.UpdatedAt.UTC(), resultsJSON(l.Machines)).Scan(&l.ID)
 		if err != nil {
 			return labConflict(err)
 		}
@@ -204,9 +205,10 @@ func (s *LabStore) CreateLab(ctx context.Context, l *lab.Lab) error {
 func (s *LabStore) UpdateLab(ctx context.Context, l *lab.Lab) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE labs SET slug = $1, module_id = $2, template_id = $3, title = $4, description = $5,
-			time_limit_minutes = $6, passing_score = $7, setup_script = $8, solution = $9, updated_at = $10, machines = $11 WHERE id = $12`,
+			time_limit_minutes = $6, passing_score = $7, setup_script = $8, solution = $9, owner_id = $10, published = $11, updated_at = $12,
+			machines = $13 WHERE id = $14`,
 			l.Slug, intArg(l.ModuleID), l.TemplateID, l.Title, l.Description, l.TimeLimitMinutes, l.PassingScore, l.Setup, l.Solution,
-			l.UpdatedAt.UTC(), resultsJSON(l.Machines), l.ID)
+			intArg(l.OwnerID), l.Published, l.UpdatedAt.UTC(), resultsJSON(l.Machines), l.ID)
 		if err != nil {
 			return labConflict(err)
 		}
@@ -381,6 +383,39 @@ func (s *DB) ModuleSlugByID(ctx context.Context, id int64) (string, error) {
 		return "", lesson.ErrModuleNotFound
 	}
 	return slug, err
+}
+
+// ModuleOwnerByID returns the owner of module id (nil: the system).
+func (s *DB) ModuleOwnerByID(ctx context.Context, id int64) (*int64, error) {
+	var owner sql.NullInt64
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT owner_id FROM modules WHERE id = $1`, id).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, lesson.ErrModuleNotFound
+	}
+	return nullInt(owner), err
+}
+
+// errNoOwner answers a file naming an owner that is no user here.
+var errNoOwner = errs.E(errs.NotFound, "No user with this username")
+
+// UserIDByName resolves the username a content file names as its owner.
+func (s *DB) UserIDByName(ctx context.Context, username string) (int64, error) {
+	var id int64
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT id FROM users WHERE lower(username) = lower($1)`, username).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errNoOwner
+	}
+	return id, err
+}
+
+// UserNameByID returns the username of user id, the owner an export names.
+func (s *DB) UserNameByID(ctx context.Context, id int64) (string, error) {
+	var name string
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT username FROM users WHERE id = $1`, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", errNoOwner
+	}
+	return name, err
 }
 
 // TemplateIDByName resolves a sandbox template's name.

@@ -21,26 +21,34 @@ func (s *DB) Lessons() *LessonStore { return &LessonStore{s} }
 var _ lesson.Store = (*LessonStore)(nil)
 
 const (
-	moduleColumns = `id, slug, title, description, order_index, created_at, updated_at`
-	themeColumns  = `id, module_id, slug, title, order_index, estimated_minutes, created_at, updated_at`
+	moduleColumns = `id, slug, title, description, order_index, owner_id, published, created_at, updated_at`
+	themeColumns  = `id, module_id, slug, title, order_index, estimated_minutes, owner_id, published, created_at, updated_at`
 )
 
 func scanModule(row scanner) (*lesson.Module, error) {
-	var m lesson.Module
-	err := row.Scan(&m.ID, &m.Slug, &m.Title, &m.Description, &m.OrderIndex, &m.CreatedAt, &m.UpdatedAt)
+	var (
+		m     lesson.Module
+		owner sql.NullInt64
+	)
+	err := row.Scan(&m.ID, &m.Slug, &m.Title, &m.Description, &m.OrderIndex, &owner, &m.Published, &m.CreatedAt, &m.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lesson.ErrModuleNotFound
 	}
+	m.OwnerID = nullInt(owner)
 	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 	return &m, err
 }
 
 func scanTheme(row scanner) (*lesson.Theme, error) {
-	var t lesson.Theme
-	err := row.Scan(&t.ID, &t.ModuleID, &t.Slug, &t.Title, &t.OrderIndex, &t.EstimatedMinutes, &t.CreatedAt, &t.UpdatedAt)
+	var (
+		t     lesson.Theme
+		owner sql.NullInt64
+	)
+	err := row.Scan(&t.ID, &t.ModuleID, &t.Slug, &t.Title, &t.OrderIndex, &t.EstimatedMinutes, &owner, &t.Published, &t.CreatedAt, &t.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lesson.ErrThemeNotFound
 	}
+	t.OwnerID = nullInt(owner)
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return &t, err
 }
@@ -182,8 +190,9 @@ func slugConflict(err error) error {
 
 // CreateModule inserts m and sets its ID.
 func (s *LessonStore) CreateModule(ctx context.Context, m *lesson.Module) error {
-	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, m.Slug, m.Title, m.Description, m.OrderIndex, m.CreatedAt.UTC(), m.UpdatedAt.UTC()).Scan(&m.ID)
+	err := s.q(ctx).QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, owner_id, published, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, m.Slug, m.Title, m.Description, m.OrderIndex, intArg(m.OwnerID), m.Published,
+		m.CreatedAt.UTC(), m.UpdatedAt.UTC()).Scan(&m.ID)
 	return slugConflict(err)
 }
 
@@ -199,9 +208,10 @@ func (s *LessonStore) UpdateModule(ctx context.Context, id int64, u lesson.Modul
 		set(&m.Title, u.Title)
 		set(&m.Description, u.Description)
 		set(&m.OrderIndex, u.OrderIndex)
+		set(&m.Published, u.Published)
 		m.UpdatedAt = at.UTC()
-		_, err = tx.ExecContext(ctx, `UPDATE modules SET slug = $1, title = $2, description = $3, order_index = $4, updated_at = $5 WHERE id = $6`,
-			m.Slug, m.Title, m.Description, m.OrderIndex, m.UpdatedAt, id)
+		_, err = tx.ExecContext(ctx, `UPDATE modules SET slug = $1, title = $2, description = $3, order_index = $4, published = $5, updated_at = $6 WHERE id = $7`,
+			m.Slug, m.Title, m.Description, m.OrderIndex, m.Published, m.UpdatedAt, id)
 		out = m
 		return slugConflict(err)
 	})
@@ -308,9 +318,11 @@ func (s *LessonStore) CreateTheme(ctx context.Context, t *lesson.Theme, c *lesso
 		if _, err := scanModule(tx.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = $1`, t.ModuleID)); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, c.Markdown, c.HTML, c.UpdatedAt.UTC(), t.CreatedAt.UTC(), t.UpdatedAt.UTC()).Scan(&t.ID)
+		err := tx.QueryRowContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at,
+			owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, c.Markdown, c.HTML, c.UpdatedAt.UTC(),
+			intArg(t.OwnerID), t.Published, t.CreatedAt.UTC(), t.UpdatedAt.UTC()).Scan(&t.ID)
 		c.ThemeID = t.ID
 		return slugConflict(err)
 	})
@@ -334,9 +346,10 @@ func (s *LessonStore) UpdateTheme(ctx context.Context, id int64, u lesson.ThemeU
 		set(&t.Title, u.Title)
 		set(&t.OrderIndex, u.OrderIndex)
 		set(&t.EstimatedMinutes, u.EstimatedMinutes)
+		set(&t.Published, u.Published)
 		t.UpdatedAt = at.UTC()
-		_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, slug = $2, title = $3, order_index = $4, estimated_minutes = $5, updated_at = $6 WHERE id = $7`,
-			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, t.UpdatedAt, id)
+		_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, slug = $2, title = $3, order_index = $4, estimated_minutes = $5, published = $6, updated_at = $7 WHERE id = $8`,
+			t.ModuleID, t.Slug, t.Title, t.OrderIndex, t.EstimatedMinutes, t.Published, t.UpdatedAt, id)
 		out = t
 		return slugConflict(err)
 	})
@@ -382,14 +395,35 @@ func (s *LessonStore) ImportCurriculum(ctx context.Context, c *lesson.Curriculum
 	at = at.UTC()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		r = lesson.ImportReport{}
+		owners := map[string]*int64{"": nil}
+		owner := func(name string) (*int64, error) {
+			if id, ok := owners[name]; ok {
+				return id, nil
+			}
+			var id int64
+			err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE lower(username) = lower($1)`, name).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("owner %q: %w", name, errNoOwner)
+			}
+			owners[name] = &id
+			return &id, err
+		}
 		for _, mf := range c.Modules {
-			moduleID, status, err := upsertModule(ctx, tx, mf, at)
+			mo, err := owner(mf.Owner)
+			if err != nil {
+				return fmt.Errorf("module %s: %w", mf.Slug, err)
+			}
+			moduleID, status, err := upsertModule(ctx, tx, mf, lesson.Access{OwnerID: mo, Published: mf.Published}, at)
 			if err != nil {
 				return fmt.Errorf("module %s: %w", mf.Slug, err)
 			}
 			count(status, &r.ModulesCreated, &r.ModulesUpdated, &r.ModulesUnchanged)
 			for _, tf := range mf.Themes {
-				status, err := upsertTheme(ctx, tx, moduleID, tf, at)
+				to, err := owner(tf.Owner)
+				if err != nil {
+					return fmt.Errorf("theme %s: %w", tf.Slug, err)
+				}
+				status, err := upsertTheme(ctx, tx, moduleID, tf, lesson.Access{OwnerID: to, Published: tf.Published}, at)
 				if err != nil {
 					return fmt.Errorf("theme %s: %w", tf.Slug, err)
 				}
@@ -420,49 +454,64 @@ func count(s upsertStatus, c, u, n *int) {
 	}
 }
 
-func upsertModule(ctx context.Context, tx *sql.Tx, mf *lesson.ModuleFile, at time.Time) (int64, upsertStatus, error) {
+func upsertModule(ctx context.Context, tx *sql.Tx, mf *lesson.ModuleFile, acc lesson.Access, at time.Time) (int64, upsertStatus, error) {
 	var (
 		id                 int64
 		title, description string
 		order              int
+		owner              sql.NullInt64
+		published          bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, title, description, order_index FROM modules WHERE slug = $1`, mf.Slug).Scan(&id, &title, &description, &order)
+	err := tx.QueryRowContext(ctx, `SELECT id, title, description, order_index, owner_id, published FROM modules WHERE slug = $1`, mf.Slug).
+		Scan(&id, &title, &description, &order, &owner, &published)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		err = tx.QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`,
-			mf.Slug, mf.Title, mf.Description, mf.Order, at).Scan(&id)
+		err = tx.QueryRowContext(ctx, `INSERT INTO modules (slug, title, description, order_index, owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
+			mf.Slug, mf.Title, mf.Description, mf.Order, intArg(acc.OwnerID), acc.Published, at).Scan(&id)
 		return id, created, slugConflict(err)
 	case err != nil:
 		return 0, 0, err
-	case title == mf.Title && description == mf.Description && order == mf.Order:
+	case title == mf.Title && description == mf.Description && order == mf.Order && sameAccess(owner, published, acc):
 		return id, unchanged, nil
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE modules SET title = $1, description = $2, order_index = $3, updated_at = $4 WHERE id = $5`,
-		mf.Title, mf.Description, mf.Order, at, id)
+	_, err = tx.ExecContext(ctx, `UPDATE modules SET title = $1, description = $2, order_index = $3, owner_id = $4, published = $5, updated_at = $6 WHERE id = $7`,
+		mf.Title, mf.Description, mf.Order, intArg(acc.OwnerID), acc.Published, at, id)
 	return id, updated, err
 }
 
-func upsertTheme(ctx context.Context, tx *sql.Tx, moduleID int64, tf *lesson.ThemeFile, at time.Time) (upsertStatus, error) {
+// sameAccess reports whether a row's owner and published state are acc's.
+func sameAccess(owner sql.NullInt64, published bool, acc lesson.Access) bool {
+	cur := nullInt(owner)
+	return published == acc.Published && (cur == nil) == (acc.OwnerID == nil) && (cur == nil || *cur == *acc.OwnerID)
+}
+
+func upsertTheme(ctx context.Context, tx *sql.Tx, moduleID int64, tf *lesson.ThemeFile, acc lesson.Access, at time.Time) (upsertStatus, error) {
 	var (
 		id, curModule  int64
 		title, md      string
 		order, minutes int
+		owner          sql.NullInt64
+		published      bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, module_id, title, order_index, estimated_minutes, content_md FROM themes WHERE slug = $1`, tf.Slug).
-		Scan(&id, &curModule, &title, &order, &minutes, &md)
+	err := tx.QueryRowContext(ctx, `SELECT id, module_id, title, order_index, estimated_minutes, content_md, owner_id, published FROM themes WHERE slug = $1`, tf.Slug).
+		Scan(&id, &curModule, &title, &order, &minutes, &md, &owner, &published)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $8)`, moduleID, tf.Slug, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at)
+		_, err = tx.ExecContext(ctx, `INSERT INTO themes (module_id, slug, title, order_index, estimated_minutes, content_md, content_html, content_updated_at,
+			owner_id, published, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $8, $8)`, moduleID, tf.Slug, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at,
+			intArg(acc.OwnerID), acc.Published)
 		return created, slugConflict(err)
 	case err != nil:
 		return 0, err
-	case curModule == moduleID && title == tf.Title && order == tf.Order && minutes == tf.EstimatedMinutes && md == tf.Markdown:
+	case curModule == moduleID && title == tf.Title && order == tf.Order && minutes == tf.EstimatedMinutes && md == tf.Markdown && sameAccess(owner, published, acc):
 		return unchanged, nil
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE themes SET module_id = $1, title = $2, order_index = $3, estimated_minutes = $4,
-		content_md = $5, content_html = $6, content_updated_at = CASE WHEN content_md = $5 THEN content_updated_at ELSE $7 END, updated_at = $7 WHERE id = $8`,
-		moduleID, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at, id)
+		content_md = $5, content_html = $6, content_updated_at = CASE WHEN content_md = $5 THEN content_updated_at ELSE $7 END, updated_at = $7,
+		owner_id = $9, published = $10 WHERE id = $8`,
+		moduleID, tf.Title, tf.Order, tf.EstimatedMinutes, tf.Markdown, tf.HTML, at, id, intArg(acc.OwnerID), acc.Published)
 	return updated, err
 }
 

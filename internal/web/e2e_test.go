@@ -30,32 +30,9 @@ func TestBrowserLearner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser test takes half a minute")
 	}
-	stop := t.Skipf
-	if browserRequired() {
-		stop = t.Fatalf
-	}
-	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		stop("no Chromium at %s (apt-get install chromium; TUXLAB_TEST_BROWSER=1 makes this fatal)", chromium)
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
 		return
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
-		return
-	}
-	for _, pkg := range []string{"playwright-core", "axe-core"} {
-		if _, err := os.Stat(filepath.Join(e2e, "node_modules", pkg)); err != nil {
-			stop("e2e/node_modules/%s is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)", pkg)
-			return
-		}
 	}
 	// The bundled laboratories run on the Debian image; without an engine the
 	// test skips, or fails where the engine is required (CI, TUXLAB_TEST_DOCKER).
@@ -135,12 +112,13 @@ func TestBrowserClasses(t *testing.T) {
 // it skips t (or fails it where TUXLAB_TEST_BROWSER requires the browser)
 // and returns false.
 func browser(t *testing.T) (node, chromium, e2e string, ok bool) {
+	t.Helper()
 	stop := t.Skipf
 	if browserRequired() {
 		stop = t.Fatalf
 	}
-	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
-	if err != nil {
+	var err error
+	if e2e, err = filepath.Abs(filepath.Join("..", "..", "e2e")); err != nil {
 		t.Fatal(err)
 	}
 	chromium = os.Getenv("CHROMIUM")
@@ -162,6 +140,34 @@ func browser(t *testing.T) (node, chromium, e2e string, ok bool) {
 		}
 	}
 	return node, chromium, e2e, true
+}
+
+// TestBrowserAuthor drives headless Chromium through e2e/author.mjs: an
+// instructor makes a draft module and lesson on the Author page, previews
+// the lesson and publishes both, while a learner beside them sees nothing of
+// the draft, then the published lesson. No sandbox is involved.
+func TestBrowserAuthor(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the browser test takes seconds")
+	}
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
+		return
+	}
+	e := apitest.New(t, "sqlite")
+	teacher := e.CreateUser("teacher", auth.RoleInstructor)
+	learner := e.CreateUser("learner", auth.RoleStudent)
+	shots := os.Getenv("TUXLAB_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
+	}
+	shots, _ = filepath.Abs(filepath.Join(shots, "author"))
+	runScript(t, node, e2e, "author.mjs", e.URL, shots, []string{
+		"TUXLAB_E2E_INSTRUCTOR=" + teacher.Username + ":" + apitest.Password,
+		"TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password,
+		"CHROMIUM=" + chromium,
+	})
 }
 
 // runScript runs node script against url in dir e2e with env added and its

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -20,8 +19,8 @@ func TestBrowserPasswordReset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a browser test")
 	}
-	node, chromium, e2e := browserTools(t)
-	if node == "" {
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
 		return
 	}
 	mp := apitest.NewMailpit(t, false)
@@ -43,37 +42,4 @@ func TestBrowserPasswordReset(t *testing.T) {
 		"TUXLAB_E2E_MAILPIT=" + mp.HTTPURL(),
 		"TUXLAB_E2E_USER=" + ada.Username + ":" + ada.Email + ":" + apitest.Password,
 	})
-}
-
-// browserTools returns node, Chromium and the e2e directory, or "" after
-// skipping t (failing it when TUXLAB_TEST_BROWSER is set) if one is missing.
-func browserTools(t *testing.T) (node, chromium, e2e string) {
-	t.Helper()
-	stop := t.Skipf
-	if browserRequired() {
-		stop = t.Fatalf
-	}
-	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chromium = os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		stop("no Chromium at %s (apt-get install chromium; TUXLAB_TEST_BROWSER=1 makes this fatal)", chromium)
-		return "", "", ""
-	}
-	if node, err = exec.LookPath("node"); err != nil {
-		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
-		return "", "", ""
-	}
-	for _, pkg := range []string{"playwright-core", "axe-core"} {
-		if _, err := os.Stat(filepath.Join(e2e, "node_modules", pkg)); err != nil {
-			stop("e2e/node_modules/%s is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)", pkg)
-			return "", "", ""
-		}
-	}
-	return node, chromium, e2e
 }

@@ -88,6 +88,7 @@ function drawNav(active) {
     // Learners reach their classes from the dashboard's assignments.
     me.role !== "student" ? link("/classes", "classes", "Classes") : null,
     admin ? link("/admin", "admin", "Admin") : null,
+    me.role === "instructor" ? link("/admin", "admin", "Author") : null,
     admin ? h("a", { href: "/docs", class: "wide-only" }, "API") : null,
     profileLink(active),
     h("button", { type: "button", class: "linkish wide-only", onclick: signOut }, "Sign out"));

@@ -1,19 +1,29 @@
 // The admin page: system figures, users (create, role, active, delete) and
-// content (modules' names and descriptions, lessons' Markdown).
+// content (modules and lessons: names, Markdown, drafts and a learner's
+// preview). Instructors get the content part alone, for their own modules.
 import { api } from "../api.js";
-import { h, clear, toast, fmtDate } from "../dom.js";
+import { h, clear, toast, fmtDate, rendered } from "../dom.js";
 
-/** render draws the admin page; the API refuses non-admins with 403. */
+/** render draws the admin page, or an instructor's authoring page; the API
+ * refuses students with 403 and instructors on another author's content. */
 export async function render(ctx) {
+  if (ctx.me.role === "instructor") {
+    ctx.title("Authoring");
+    const body = h("div");
+    clear(ctx.main, h("h1", null, "Your content"),
+      h("p", { class: "muted" }, "New modules and lessons start as drafts: learners see them once you publish them."), body);
+    await content(body, ctx.me);
+    return;
+  }
   ctx.title("Admin");
   if (ctx.me.role !== "admin") {
-    clear(ctx.main, h("h1", null, "Administration"), h("p", { class: "error" }, "Only an administrator can open this page."),
+    clear(ctx.main, h("h1", null, "Administration"), h("p", { class: "error" }, "Only an administrator or an instructor can open this page."),
       h("p", null, h("a", { href: "/" }, "Go to your lessons")));
     return;
   }
   const stats = await api("GET", "/api/admin/stats");
   const body = h("div");
-  const tabs = [["Users", users], ["Content", content]];
+  const tabs = [["Users", users], ["Content", (b) => content(b, ctx.me)]];
   const bar = h("div", { class: "tabs", role: "tablist" }, tabs.map(([name, fn], i) =>
     h("button", { type: "button", role: "tab", "aria-selected": i === 0 ? "true" : "false", onclick: (e) => {
       bar.querySelectorAll("button").forEach((b) => b.setAttribute("aria-selected", b === e.target ? "true" : "false"));
@@ -80,8 +90,30 @@ async function users(body, page = 1) {
         h("tbody", null, rows))), pager));
 }
 
-async function content(body) {
-  const modules = await api("GET", "/api/lessons/modules");
+/** draftTag marks an item learners do not see. */
+function draftTag(item) {
+  return item.published ? null : h("span", { class: "tag draft" }, "Draft");
+}
+
+/** publishToggle is a checkbox that publishes or unpublishes item at path. */
+function publishToggle(path, item, label, redraw) {
+  const box = h("input", { type: "checkbox", checked: item.published, "aria-label": `${label} is published` });
+  box.addEventListener("change", async () => {
+    try {
+      await api("PUT", path, { query: { published: box.checked } });
+      toast(box.checked ? `${label}: published` : `${label}: now a draft`);
+      redraw();
+    } catch (x) { toast(x.message, "error"); box.checked = !box.checked; }
+  });
+  return h("label", { class: "inline" }, box, " Published");
+}
+
+async function content(body, me) {
+  const redraw = () => content(body, me).catch((x) => toast(x.message, "error"));
+  const all = await api("GET", "/api/lessons/modules");
+  // An admin changes everything; an instructor their own modules.
+  const mine = (item) => me.role === "admin" || item.owner_id === me.id;
+  const modules = all.filter(mine);
   const editor = h("div");
   const list = modules.map((m) => {
     const f = h("form", { class: "inline-form" },
@@ -93,12 +125,53 @@ async function content(body) {
       e.preventDefault();
       try { await api("PUT", `/api/admin/lessons/modules/${m.id}`, { query: Object.fromEntries(new FormData(f)) }); toast("Module saved"); } catch (x) { toast(x.message, "error"); }
     });
-    return h("details", { class: "card" }, h("summary", null, `${m.order_index}. ${m.title} (${m.themes.length} lessons)`), f,
-      h("ul", { class: "plain" }, m.themes.map((t) => h("li", { class: "row" }, h("a", { href: `/lessons/${t.id}` }, t.title),
-        h("button", { type: "button", class: "small ghost", onclick: () => editLesson(editor, t) }, "Edit lesson")))));
+    const add = h("form", { class: "inline-form" },
+      h("input", { name: "title", placeholder: "New lesson title", "aria-label": `Title of a new lesson in ${m.title}`, required: true, class: "grow" }),
+      h("button", { type: "submit", class: "small" }, "Add lesson"));
+    add.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try {
+        const t = await api("POST", "/api/admin/lessons/themes", { query: { module_id: m.id, title: new FormData(add).get("title"), order_index: m.themes.length + 1 } });
+        toast(`Lesson created${t.published ? "" : " as a draft"}`);
+        redraw();
+      } catch (x) { toast(x.message, "error"); }
+    });
+    const themes = m.themes.filter(mine);
+    return h("details", { class: "card", open: !m.published || null },
+      h("summary", null, draftTag(m), `${m.order_index}. ${m.title} (${m.themes.length} lessons)`),
+      f, publishToggle(`/api/admin/lessons/modules/${m.id}`, m, m.title, redraw),
+      h("ul", { class: "plain" }, themes.map((t) => h("li", { class: "row" }, draftTag(t), h("a", { href: `/lessons/${t.id}` }, t.title),
+        publishToggle(`/api/admin/lessons/themes/${t.id}`, t, t.title, redraw),
+        h("button", { type: "button", class: "small ghost", onclick: () => editLesson(editor, t) }, "Edit lesson"),
+        h("button", { type: "button", class: "small ghost", onclick: () => preview(editor, t) }, "Preview")))),
+      mine(m) ? add : null);
+  });
+  const create = h("form", { class: "inline-form" },
+    h("input", { name: "name", placeholder: "Module name", "aria-label": "Name of a new module", required: true }),
+    h("input", { name: "description", placeholder: "What it teaches", "aria-label": "Description of the new module", class: "grow" }),
+    h("button", { type: "submit" }, "Create module"));
+  create.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const m = await api("POST", "/api/admin/lessons/modules", { query: Object.fromEntries(new FormData(create)) });
+      toast(`Module created${m.published ? "" : " as a draft"}`);
+      redraw();
+    } catch (x) { toast(x.message, "error"); }
   });
   clear(body, h("p", { class: "muted" }, "Laboratories, exams and sandbox templates are authored as files (",
-    h("code", null, "tuxlab content import DIR"), ") or through the admin routes of the ", h("a", { href: "/docs" }, "API"), "."), editor, list);
+    h("code", null, "tuxlab content import DIR"), ") or through the authoring routes of the ", h("a", { href: "/docs" }, "API"), "."),
+  h("section", { class: "card" }, h("h2", null, "New module"), create), editor,
+  list.length ? list : h("p", { class: "muted" }, "You have no modules yet."));
+}
+
+/** preview shows theme t's lesson as a learner reads it. */
+async function preview(editor, t) {
+  const c = await api("GET", `/api/lessons/themes/${t.id}/content`);
+  clear(editor, h("section", { class: "card preview", "aria-label": `Preview of ${t.title}` },
+    h("h2", null, `Preview: ${t.title}`, " ", draftTag(t)),
+    h("p", { class: "muted" }, t.published ? "Learners read it like this." : "Learners will read it like this once it and its module are published."),
+    rendered(c.html, { cls: "prose lesson-body" }),
+    h("p", { class: "lab-actions" }, h("button", { type: "button", class: "ghost", onclick: () => clear(editor) }, "Close preview"))));
 }
 
 async function editLesson(editor, t) {

@@ -27,13 +27,14 @@ export async function render(ctx) {
     const lab = labOf.get(m.id);
     return h("li", { class: "module card", id: `module-${m.id}` },
       h("div", { class: "module-head" },
-        h("h2", null, h("span", { class: "num" }, String(i + 1).padStart(2, "0")), m.title),
+        h("h2", null, h("span", { class: "num" }, String(i + 1).padStart(2, "0")), m.published ? null : h("span", { class: "tag draft" }, "Draft"), m.title),
         h("span", { class: "count" }, `${m.progress.completed}/${m.progress.total}`)),
       m.description ? h("p", { class: "muted" }, m.description) : null,
       progressBar(m.progress.completed, m.progress.total, `${m.title}: lessons completed`),
       h("ol", { class: "themes" }, m.themes.map((t) =>
         h("li", { class: t.completed ? "done" : "" },
-          h("a", { href: `/lessons/${t.id}` }, h("span", { class: "check", "aria-hidden": "true" }, t.completed ? "✓" : "○"), t.title,
+          h("a", { href: `/lessons/${t.id}` }, h("span", { class: "check", "aria-hidden": "true" }, t.completed ? "✓" : "○"),
+            t.published ? null : h("span", { class: "tag draft" }, "Draft"), t.title,
             t.completed ? h("span", { class: "sr" }, " (completed)") : null),
           h("span", { class: "mins" }, `${t.estimated_minutes} min`)))),
       lab ? h("p", { class: "lab-link" }, h("a", { href: `/labs/${lab.id}` }, h("span", { class: "tag" }, "Laboratory"), " ", lab.title),

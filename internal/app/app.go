@@ -94,6 +94,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptWorkers:      cfg.BcryptWorkers,
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
+		MFA:                db.MFA(),
+		TOTPNow:            cfg.TOTPNow,
 	})
 	a.Lessons = lesson.NewService(db.Lessons(), db.Activity(), cfg.Now)
 	a.Labs = lab.NewService(db.Labs(), a.metrics.Checks(a.Sandboxes, metrics.KindLab), lab.Options{CheckInterval: cfg.LabCheckInterval, CheckTimeout: cfg.CheckTimeout,

@@ -7,11 +7,13 @@ import (
 )
 
 // RateLimiter is a token bucket per key (a client IP or a username): each key
-// may make perMinute attempts in a burst, refilled evenly over a minute.
-// Idle keys are forgotten so the map cannot grow without bound.
+// may make perMinute attempts in a burst, refilled evenly over a minute (or
+// over the window of NewRateLimiterPer). Idle keys are forgotten so the map
+// cannot grow without bound.
 type RateLimiter struct {
 	mu        sync.Mutex
-	perMinute float64
+	perMinute float64 // the burst: attempts per window
+	window    time.Duration
 	buckets   map[string]*bucket
 	now       func() time.Time
 	lastSweep time.Time
@@ -24,7 +26,13 @@ type bucket struct {
 
 // NewRateLimiter returns a limiter allowing perMinute attempts per key.
 func NewRateLimiter(perMinute int, now func() time.Time) *RateLimiter {
-	return &RateLimiter{perMinute: float64(perMinute), buckets: make(map[string]*bucket), now: now}
+	return NewRateLimiterPer(perMinute, time.Minute, now)
+}
+
+// NewRateLimiterPer returns a limiter allowing n attempts per key in a burst,
+// refilled evenly over window.
+func NewRateLimiterPer(n int, window time.Duration, now func() time.Time) *RateLimiter {
+	return &RateLimiter{perMinute: float64(n), window: window, buckets: make(map[string]*bucket), now: now}
 }
 
 // Allow takes one attempt for key. When none is left it returns false and how long
@@ -39,7 +47,7 @@ func (l *RateLimiter) Allow(key string) (bool, time.Duration) {
 		b = &bucket{tokens: l.perMinute, last: now}
 		l.buckets[key] = b
 	}
-	rate := l.perMinute / 60 // tokens per second
+	rate := l.perMinute / l.window.Seconds() // tokens per second
 	b.tokens = math.Min(l.perMinute, b.tokens+now.Sub(b.last).Seconds()*rate)
 	b.last = now
 	if b.tokens >= 1 {
@@ -50,14 +58,14 @@ func (l *RateLimiter) Allow(key string) (bool, time.Duration) {
 	return false, wait
 }
 
-// sweep drops buckets that have refilled completely, at most once a minute.
+// sweep drops buckets that have refilled completely, at most once a window.
 func (l *RateLimiter) sweep(now time.Time) {
-	if now.Sub(l.lastSweep) < time.Minute {
+	if now.Sub(l.lastSweep) < l.window {
 		return
 	}
 	l.lastSweep = now
 	for k, b := range l.buckets {
-		if now.Sub(b.last) >= time.Minute {
+		if now.Sub(b.last) >= l.window {
 			delete(l.buckets, k)
 		}
 	}

@@ -20,6 +20,11 @@ const (
 	// must be this site or an allowed one, and a refused WebSocket upgrade
 	// is told after the upgrade, where a browser can read it.
 	socket
+	// mfaSetup is user, and also open to an admin or instructor whom the
+	// install requires to turn two-factor sign-in on first (every other
+	// route answers them 403 auth.ErrMFASetupRequired): what it takes to see
+	// who they are, turn it on, or sign out.
+	mfaSetup
 )
 
 // handler serves one route; an error it returns goes through writeError.
@@ -37,7 +42,7 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
-	return append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...)
+	return append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.mfaRoutes()...)
 }
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.
@@ -47,8 +52,8 @@ func (s *Server) coreRoutes() []route {
 		// Auth
 		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},
 		{"POST", "/api/auth/login", public, s.handleLogin, docLogin},
-		{"GET", "/api/auth/me", user, s.handleMe, docMe},
-		{"POST", "/api/auth/logout", user, s.handleLogout, docLogout},
+		{"GET", "/api/auth/me", mfaSetup, s.handleMe, docMe},
+		{"POST", "/api/auth/logout", mfaSetup, s.handleLogout, docLogout},
 
 		// Lessons
 		{"GET", "/api/lessons/modules", user, s.handleModules, docModules},

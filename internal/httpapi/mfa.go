@@ -14,7 +14,7 @@ func (s *Server) mfaRoutes() []route {
 		{"POST", "/api/auth/mfa/setup", mfaSetup, s.handleMFASetup, docMFASetup},
 		{"POST", "/api/auth/mfa/enable", mfaSetup, s.handleMFAEnable, docMFAEnable},
 		{"POST", "/api/auth/mfa/disable", user, s.handleMFADisable, docMFADisable},
-		{"GET", "/api/auth/mfa", user, s.handleMFAStatus, docMFAStatus},
+		{"GET", "/api/auth/mfa", mfaSetup, s.handleMFAStatus, docMFAStatus},
 		{"GET", "/api/admin/settings/mfa", admin, s.handleAdminMFASetting, docAdminMFASetting},
 		{"PUT", "/api/admin/settings/mfa", admin, s.handleAdminSetMFASetting, docAdminSetMFASetting},
 		{"DELETE", "/api/admin/users/{id}/mfa", admin, s.handleAdminResetMFA, docAdminResetMFA},

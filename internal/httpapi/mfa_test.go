@@ -380,7 +380,7 @@ func TestMFARequiredForStaff(t *testing.T) {
 			for _, c := range []struct {
 				who  *apitest.User
 				path string
-			}{{root, "/api/admin/users"}, {root, "/api/admin/settings/mfa"}, {ines, "/api/lessons/modules"}, {ines, "/api/auth/mfa"}} {
+			}{{root, "/api/admin/users"}, {root, "/api/admin/settings/mfa"}, {ines, "/api/lessons/modules"}, {ines, "/api/progress"}} {
 				if r := e.Get(c.path, c.who.Token); r.Status != 403 || r.Detail() != held {
 					t.Errorf("%s GET %s: %d %s", c.who.Username, c.path, r.Status, r.Body)
 				}
@@ -398,6 +398,13 @@ func TestMFARequiredForStaff(t *testing.T) {
 				t.Error("a student is told to turn two-factor sign-in on")
 			}
 			e.Get("/api/profile/me", ines.Token).Expect(t, 200)
+			var st2 struct {
+				SetupRequired bool `json:"setup_required"`
+			}
+			e.Get("/api/auth/mfa", ines.Token).Expect(t, 200).JSON(t, &st2)
+			if !st2.SetupRequired {
+				t.Error("GET /api/auth/mfa does not say the instructor must turn it on")
+			}
 
 			turnOnMFA(t, e, ines, clock)
 			e.Get("/api/lessons/modules", ines.Token).Expect(t, 200)

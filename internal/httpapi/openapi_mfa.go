@@ -18,7 +18,7 @@ func init() {
 	me := maps.Clone(user)
 	meProps := maps.Clone(user["properties"].(map[string]any))
 	meProps["mfa_setup_required"] = map[string]any{"type": "boolean",
-		"description": "true for an admin or instructor without two-factor sign-in on an install that requires it: every route but this one, GET /api/profile/me, the setup and enable routes and logout answers 403 until it is on."}
+		"description": "true for an admin or instructor without two-factor sign-in on an install that requires it: every route but this one, GET /api/profile/me, GET /api/auth/mfa, the setup and enable routes and logout answers 403 until it is on."}
 	me["properties"] = meProps
 	me["required"] = append(append([]string{}, user["required"].([]string)...), "mfa_setup_required")
 	schemas["Me"] = me
@@ -71,11 +71,11 @@ var (
 	docMFADisable = op{tag: "auth", summary: "Turn two-factor sign-in off (password and a code)", body: "MFADisable", status: 200, result: "Message", errors: []int{409, 429, 503},
 		desc: "Needs the account's password and a current code of the app or an unused recovery code. A wrong password is 422 at [\"body\", \"password\"], a wrong or used code 422 at [\"body\", \"code\"]; 409 when it is not on. The secret and the recovery codes are deleted. Rate limited like a password change (password) and a login's code (429)."}
 	docMFAStatus = op{tag: "auth", summary: "Your two-factor sign-in: on or off, recovery codes left", status: 200, result: "MFAStatus",
-		desc: "Never a secret or a code."}
+		desc: "Never a secret or a code." + mfaHeldBack}
 	docAdminMFASetting    = op{tag: "admin", summary: "Whether admins and instructors must use two-factor sign-in", status: 200, result: "MFASetting"}
 	docAdminSetMFASetting = op{tag: "admin", summary: "Require two-factor sign-in of admins and instructors, or not", status: 200, result: "MFASetting",
 		params: []param{{name: "required", schema: boolSchema, required: true, desc: "true: admins and instructors must turn two-factor sign-in on."}},
-		desc: "While it is required, an admin or instructor without two-factor sign-in can still sign in, but every route except `GET /api/auth/me`, `GET /api/profile/me`, `POST /api/auth/mfa/setup`, `POST /api/auth/mfa/enable` and `POST /api/auth/logout` answers 403 `" +
+		desc: "While it is required, an admin or instructor without two-factor sign-in can still sign in, but every route except `GET /api/auth/me`, `GET /api/profile/me`, `GET /api/auth/mfa`, `POST /api/auth/mfa/setup`, `POST /api/auth/mfa/enable` and `POST /api/auth/logout` answers 403 `" +
 			"Two-factor sign-in is required for your role: turn it on first (POST /api/auth/mfa/setup, then POST /api/auth/mfa/enable)`. This includes the admin who sets it: they turn it on before anything else. Applies at once on this server, within 2 s on other replicas. Students are never held back."}
 	docAdminResetMFA = op{tag: "admin", summary: "Turn a user's two-factor sign-in off (lost app and recovery codes)", status: 200, result: "User", errors: []int{404},
 		desc: "For a user who lost both the authenticator app and every recovery code: their secret and codes are deleted; they sign in with the password alone and may set it up again. Without two-factor sign-in on it changes nothing and still answers 200."}

@@ -27,6 +27,12 @@ const exact = new Map([
   ["Username or email already registered", "This username or e-mail address already has an account."],
   ["Request body too large", "That is too large to send."],
   ["Current password is incorrect", "Your current password is not right."],
+  ["Two-factor code required", "This account has two-factor sign-in: enter the code your authenticator app shows, or a recovery code."],
+  ["Incorrect two-factor code", "That code is not right or was used already: enter the app's next code, or a recovery code."],
+  ["Two-factor sign-in is required for your role: turn it on first (POST /api/auth/mfa/setup, then POST /api/auth/mfa/enable)",
+    "Your administrator requires two-factor sign-in for your role: turn it on in your profile first."],
+  ["Two-factor sign-in is already on: turn it off first", "Two-factor sign-in is already on."],
+  ["No two-factor setup is pending: call POST /api/auth/mfa/setup first", "Start again with “Set up two-factor sign-in”."],
 ]);
 
 /** patterns rewrite details that carry numbers. */
@@ -44,6 +50,7 @@ const patterns = [
 const fieldNames = {
   username: "Username", email: "E-mail", password: "Password", full_name: "Full name", bio: "Bio",
   current_password: "Current password", new_password: "New password", file: "Avatar", answers: "Answers",
+  code: "Code",
 };
 
 /** fieldMessage turns one entry of a 422 list into a sentence. */

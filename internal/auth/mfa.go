@@ -167,7 +167,7 @@ func (s *Service) EnableMFA(ctx context.Context, u *User, code string) ([]string
 	}
 	secret, err := s.open(u.ID, m.PendingSecret)
 	if err != nil {
-		return nil, err
+		return nil, ErrMFANotSetUp // sealed under another SECRET_KEY: set up again
 	}
 	step, ok := matchTOTP(secret, normalizeCode(code), s.totpNow(), 0)
 	if !ok {
@@ -220,8 +220,12 @@ func (s *Service) DisableMFA(ctx context.Context, id int64, password, code strin
 		return errs.Field(locPassword, "Password is incorrect", "value_error")
 	}
 	if err := s.secondFactor(ctx, id, code); err != nil {
-		if errors.Is(err, ErrMFACodeWrong) {
+		switch {
+		case errors.Is(err, ErrMFACodeWrong):
 			return errCodeWrong()
+		case errors.Is(err, errSecretUnreadable):
+			// A 401 here would sign the caller out: it is the code field that cannot pass.
+			return errs.Field(locCode, "Your two-factor secret cannot be read on this server (its SECRET_KEY changed): use a recovery code", "value_error")
 		}
 		return err
 	}

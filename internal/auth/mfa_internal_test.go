@@ -35,7 +35,7 @@ func TestSealOpens(t *testing.T) {
 func TestMatchTOTP(t *testing.T) {
 	t.Parallel()
 	const secret = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" // RFC 6238's SHA-1 key, "12345678901234567890"
-	now := time.Unix(59, 0)                        // step 1; RFC 6238's table: 94287082 at 59 s, 8 digits
+	now := time.Unix(59, 0)                           // step 1; RFC 6238's table: 94287082 at 59 s, 8 digits
 	if step, ok := matchTOTP(secret, "287082", now, 0); !ok || step != 1 {
 		t.Fatalf("the RFC's code at 59 s: step %d, %v", step, ok)
 	}

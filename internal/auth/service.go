@@ -234,11 +234,12 @@ func (s *Service) Login(ctx context.Context, client, username, password, otp str
 	if !ok || u == nil {
 		return "", ErrBadCredentials
 	}
-	s.known.add(client)
 	if !u.IsActive {
+		s.known.add(client)
 		return "", ErrInactive
 	}
 	if u.MFAEnabledAt != nil {
+		// The password alone does not make the address known: the code does.
 		if strings.TrimSpace(otp) == "" {
 			return "", ErrMFARequired
 		}
@@ -246,6 +247,7 @@ func (s *Service) Login(ctx context.Context, client, username, password, otp str
 			return "", err
 		}
 	}
+	s.known.add(client)
 	return s.tokens.Issue(u)
 }
 

@@ -38,6 +38,17 @@ func (s *Server) handleMFASetup(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// maxCodeLen bounds a code field: a TOTP code is 6 characters, a recovery
+// code 14 with its dashes; the rest is room for spaces.
+const maxCodeLen = 64
+
+// checkCode adds a 422 at ["body", name] when a code given is too long to be one.
+func checkCode(f *errs.Fields, name string, v *string) {
+	if v != nil && len(*v) > maxCodeLen {
+		f.Add([]any{"body", name}, "Code must be at most 64 characters long", "string_too_long")
+	}
+}
+
 type mfaCodeRequest struct {
 	Code *string `json:"code"`
 }
@@ -53,6 +64,7 @@ func (s *Server) handleMFAEnable(w http.ResponseWriter, r *http.Request) error {
 	}
 	var f errs.Fields
 	requireField(&f, "code", req.Code)
+	checkCode(&f, "code", req.Code)
 	if err := f.Err(); err != nil {
 		return err
 	}
@@ -78,6 +90,7 @@ func (s *Server) handleMFADisable(w http.ResponseWriter, r *http.Request) error 
 	var f errs.Fields
 	requireField(&f, "password", req.Password)
 	requireField(&f, "code", req.Code)
+	checkCode(&f, "code", req.Code)
 	if err := f.Err(); err != nil {
 		return err
 	}

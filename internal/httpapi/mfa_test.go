@@ -127,6 +127,9 @@ func TestMFASetupEnableAndLogin(t *testing.T) {
 				t.Fatalf("the replaced secret's code: %d %s", r.Status, r.Body)
 			}
 			mfaEnable(e, mia.Token, "not a code").Expect(t, 422)
+			if got := locs(t, mfaEnable(e, mia.Token, strings.Repeat("1", 65)).Expect(t, 422)); strings.Join(got, ",") != "body.code" {
+				t.Errorf("a 65-character code at %v", got)
+			}
 			e.Do(apitest.Request{Method: "POST", Path: "/api/auth/mfa/enable", Token: mia.Token, Body: map[string]any{}}).Expect(t, 422)
 			enableCode := code(t, second.Secret, clock)
 			var rec recoveryBody
@@ -149,6 +152,9 @@ func TestMFASetupEnableAndLogin(t *testing.T) {
 			}
 			e.Do(apitest.Request{Method: "POST", Path: "/api/auth/login",
 				Body: map[string]string{"username": "mia", "password": apitest.Password}}).Expect(t, 401)
+			if got := locs(t, loginOTP(e, "mia", apitest.Password, strings.Repeat("1", 65)).Expect(t, 422)); strings.Join(got, ",") != "body.otp" {
+				t.Errorf("a 65-character otp at %v", got)
+			}
 			// The code that enabled it was used: it does not sign in.
 			if r := loginOTP(e, "mia", apitest.Password, enableCode); r.Status != 401 || r.Detail() != "Incorrect two-factor code" {
 				t.Fatalf("the enable code replayed at login: %d %s", r.Status, r.Body)

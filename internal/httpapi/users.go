@@ -93,6 +93,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error)
 	var f errs.Fields
 	requireField(&f, "username", req.Username)
 	requireField(&f, "password", req.Password)
+	checkCode(&f, "otp", req.OTP)
 	if err := f.Err(); err != nil {
 		return err
 	}

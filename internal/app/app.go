@@ -106,6 +106,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		BcryptWorkers:      cfg.BcryptWorkers,
 		BcryptCost:         cfg.BcryptCost,
 		LimitsNow:          cfg.RateLimitNow,
+		MFA:                db.MFA(),
+		TOTPNow:            cfg.TOTPNow,
 	})
 	if err := a.openMail(); err != nil {
 		return nil, err

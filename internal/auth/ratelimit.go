@@ -29,7 +29,8 @@ func NewRateLimiter(perMinute int, now func() time.Time) *RateLimiter {
 	return NewRateLimiterPer(perMinute, time.Minute, now)
 }
 
-// NewRateLimiterPer returns a limiter allowing n attempts per key per window.
+// NewRateLimiterPer returns a limiter allowing n attempts per key in a burst,
+// refilled evenly over window.
 func NewRateLimiterPer(n int, window time.Duration, now func() time.Time) *RateLimiter {
 	return &RateLimiter{perMinute: float64(n), window: window, buckets: make(map[string]*bucket), now: now}
 }

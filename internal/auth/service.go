@@ -52,6 +52,12 @@ type Options struct {
 	LimitsNow func() time.Time
 	// Sessions are ended when a user's access ends (nil: none to end).
 	Sessions Sessions
+	// MFA keeps two-factor state; required by every two-factor method and
+	// by the login of a user who turned it on.
+	MFA MFAStore
+	// TOTPNow is the clock two-factor codes are checked against (nil for
+	// Now); tests step it by 30 seconds instead of waiting.
+	TOTPNow func() time.Time
 }
 
 // Service is the auth domain: it owns the rules on accounts and credentials.
@@ -71,6 +77,12 @@ type Service struct {
 	known     *knownClients
 	sessions  Sessions
 	now       func() time.Time
+	// Two-factor sign-in (mfa.go): its store, the per-account limit on code
+	// attempts, the install's rule and the clock of the codes.
+	mfa      MFAStore
+	perCode  *RateLimiter
+	required requiredCache
+	totpNow  func() time.Time
 }
 
 // NewService returns a Service over users.
@@ -87,6 +99,10 @@ func NewService(users UserStore, o Options) *Service {
 	if limitsNow == nil {
 		limitsNow = now
 	}
+	totpNow := o.TOTPNow
+	if totpNow == nil {
+		totpNow = now
+	}
 	return &Service{
 		users:      users,
 		hasher:     NewHasher(cmp.Or(o.BcryptCost, BcryptCost), o.BcryptWorkers, 64),
@@ -98,6 +114,9 @@ func NewService(users UserStore, o Options) *Service {
 		known:      &knownClients{seen: map[string]time.Time{}, now: now},
 		sessions:   sessions,
 		now:        now,
+		mfa:        o.MFA,
+		perCode:    NewRateLimiterPer(o.LoginPerUserPerMin, time.Hour, limitsNow),
+		totpNow:    totpNow,
 	}
 }
 
@@ -175,10 +194,15 @@ func (s *Service) create(ctx context.Context, n NewUser) (*User, error) {
 // passwords get the same answer after the same bcrypt work; an inactive user
 // learns it only with the right password.
 //
+// A user with two-factor sign-in on also needs otp, a current code of the
+// authenticator app or an unused recovery code: without one the right
+// password gets ErrMFARequired, with a wrong one ErrMFACodeWrong (both 401).
+// A code passes once; code attempts are limited per account (allowCode).
+//
 // Wrong passwords are limited per account and client address, and, more
 // slowly, per account: ten wrong logins from one address cannot lock the
 // account's owner out elsewhere.
-func (s *Service) Login(ctx context.Context, client, username, password string) (string, error) {
+func (s *Service) Login(ctx context.Context, client, username, password, otp string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(username))
 	if ok, wait := s.perUser.Allow(key + "\x00" + client); !ok {
 		return "", tooMany(wait)
@@ -210,10 +234,20 @@ func (s *Service) Login(ctx context.Context, client, username, password string) 
 	if !ok || u == nil {
 		return "", ErrBadCredentials
 	}
-	s.known.add(client)
 	if !u.IsActive {
+		s.known.add(client)
 		return "", ErrInactive
 	}
+	if u.MFAEnabledAt != nil {
+		// The password alone does not make the address known: the code does.
+		if strings.TrimSpace(otp) == "" {
+			return "", ErrMFARequired
+		}
+		if err := s.secondFactor(ctx, u.ID, otp); err != nil {
+			return "", err
+		}
+	}
+	s.known.add(client)
 	return s.tokens.Issue(u)
 }
 

@@ -50,6 +50,7 @@ type User struct {
 	IsActive          bool
 	PasswordChangedAt time.Time  // tokens issued before it are refused
 	TokensRevokedAt   *time.Time // logout: tokens issued at or before it are refused
+	MFAEnabledAt      *time.Time // when two-factor sign-in was turned on; nil while off
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }

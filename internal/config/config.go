@@ -39,6 +39,10 @@ type Config struct {
 	// limits: nil for the wall clock. Not read from the environment: tests
 	// move it past a limit's window.
 	RateLimitNow func() time.Time
+	// TOTPNow is the clock two-factor codes are checked against: nil for
+	// the wall clock. Not read from the environment: tests step it by 30
+	// seconds instead of waiting for the next code.
+	TOTPNow func() time.Time
 	// AvatarNormalize replaces the image work of an avatar upload that
 	// passed profile.Check (nil: profile.Normalize). Not read from the
 	// environment: tests make it slow.

@@ -10,7 +10,7 @@ import (
 )
 
 // The outcomes of a login, as tuxlab_logins_total counts them.
-var loginOutcomes = []string{"ok", "bad_password", "inactive", "rate_limited", "invalid", "error"}
+var loginOutcomes = []string{"ok", "bad_password", "inactive", "mfa_required", "bad_code", "rate_limited", "invalid", "error"}
 
 // loginMetric counts login attempts by outcome.
 type loginMetric struct{ total *prometheus.CounterVec }
@@ -18,7 +18,7 @@ type loginMetric struct{ total *prometheus.CounterVec }
 func newLoginMetric(reg prometheus.Registerer) *loginMetric {
 	m := &loginMetric{total: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tuxlab_logins_total",
-		Help: "Login attempts by outcome: ok, bad_password (unknown user or wrong password), inactive, rate_limited, invalid (malformed request), error.",
+		Help: "Login attempts by outcome: ok, bad_password (unknown user or wrong password), inactive, mfa_required (right password, no two-factor code), bad_code (wrong or used two-factor code), rate_limited, invalid (malformed request), error.",
 	}, []string{"outcome"})}
 	for _, o := range loginOutcomes {
 		m.total.WithLabelValues(o) // every series from the start, at zero
@@ -39,6 +39,10 @@ func loginOutcome(err error) string {
 		return "bad_password"
 	case errors.Is(err, auth.ErrInactive):
 		return "inactive"
+	case errors.Is(err, auth.ErrMFARequired):
+		return "mfa_required"
+	case errors.Is(err, auth.ErrMFACodeWrong), errs.Is(err, errs.Unauthenticated):
+		return "bad_code" // ErrMFACodeWrong, or a secret that no longer opens
 	case errs.Is(err, errs.TooManyRequests):
 		return "rate_limited"
 	case errs.Is(err, errs.Invalid), errs.Is(err, errs.TooLarge), errs.Is(err, errs.UnsupportedType):

@@ -205,10 +205,11 @@ var (
 		errors: []int{409, 429}, desc: "409 `Username already registered` or `Email already registered`. 422 lists every invalid field, including e-mail domains that cannot receive mail (.test, .invalid, .localhost, .local, example.com...). Rate limited per client IP."}
 	docLogin = op{tag: "auth", summary: "Log in and get a bearer token", body: "LoginRequest", status: 200, result: "Token",
 		errors: []int{401, 403, 429, 503}, desc: "401 for an unknown user or a wrong password alike; 403 `User account is inactive`. Rate limited per client IP and per username (429 with Retry-After). " +
+			"For an account with two-factor sign-in on, the right password without `otp` is 401 `Two-factor code required` (ask for the code and send the login again with it); a wrong, expired or already used code is 401 `Incorrect two-factor code`. A code works once; code attempts are limited per account (TUXLAB_AUTH_RATE_USER an hour). See docs/mfa.md. " +
 			"With `X-Tuxlab-Session: cookie` (the web interface) the answer also sets the browser session: the token in the HttpOnly cookie `tuxlab_session` and its CSRF proof in the readable cookie `tuxlab_csrf` (both SameSite=Strict, Path=/, Max-Age the token's lifetime, Secure over HTTPS and in production); such a login from another site's page is 403.",
 		params: []param{{in: "header", name: sessionHeader, schema: map[string]any{"const": "cookie"},
 			desc: "`cookie`: also set the browser session cookies (see cookieAuth)."}}}
-	docMe     = op{tag: "auth", summary: "The calling user", status: 200, result: "User"}
+	docMe     = op{tag: "auth", summary: "The calling user", status: 200, result: "Me", desc: "With whether two-factor sign-in is on, and whether the install holds the caller back until it is (mfa_setup_required)."}
 	docLogout = op{tag: "auth", summary: "Log out: revoke this token and every one issued before it", status: 200, result: "Message",
 		desc: "A stolen token is cut off by logging out (or changing the password). Log in again for a new token. Logging out ends the account's sessions on every device, every tab and terminal, and clears the session cookies (Max-Age=0)."}
 

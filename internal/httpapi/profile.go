@@ -15,7 +15,7 @@ import (
 // profileRoutes are the routes of a user's own profile, and the public avatar files.
 func (s *Server) profileRoutes() []route {
 	return []route{
-		{"GET", "/api/profile/me", user, s.handleProfile, docProfile},
+		{"GET", "/api/profile/me", mfaSetup, s.handleProfile, docProfile},
 		{"PUT", "/api/profile/me", user, s.handleUpdateProfile, docUpdateProfile},
 		{"PUT", "/api/profile/password", user, s.handleChangePassword, docChangePassword},
 		{"POST", "/api/profile/avatar", user, s.handleUploadAvatar, docUploadAvatar},

@@ -27,6 +27,11 @@ const (
 	socket
 	// instructor is user for instructors and admins only (classes).
 	instructor
+	// mfaSetup is user, and also open to an admin or instructor whom the
+	// install requires to turn two-factor sign-in on first (every other
+	// route answers them 403 auth.ErrMFASetupRequired): what it takes to see
+	// who they are, turn it on, or sign out.
+	mfaSetup
 )
 
 // handler serves one route; an error it returns goes through writeError.
@@ -44,7 +49,7 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
-	return append(append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...), s.classRoutes()...)
+	return append(append(append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...), s.classRoutes()...), s.mfaRoutes()...)
 }
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.
@@ -54,8 +59,8 @@ func (s *Server) coreRoutes() []route {
 		// Auth
 		{"POST", "/api/auth/register", public, s.handleRegister, docRegister},
 		{"POST", "/api/auth/login", public, s.handleLogin, docLogin},
-		{"GET", "/api/auth/me", user, s.handleMe, docMe},
-		{"POST", "/api/auth/logout", user, s.handleLogout, docLogout},
+		{"GET", "/api/auth/me", mfaSetup, s.handleMe, docMe},
+		{"POST", "/api/auth/logout", mfaSetup, s.handleLogout, docLogout},
 
 		// Lessons
 		{"GET", "/api/lessons/modules", user, s.handleModules, docModules},

@@ -111,7 +111,8 @@ func (s *Server) checkSocketOrigin(r *http.Request) error {
 
 // authenticate runs the route's access rule on r: it finds the credentials,
 // checks the token as auth.Service.Authenticate does, applies the CSRF
-// defence to a cookie and the admin rule, and records the caller and its
+// defence to a cookie, the admin rule and the install's two-factor rule
+// (mfaHoldsBack), and records the caller and its
 // token in the request's state.
 func (s *Server) authenticate(r *http.Request, rt route) (*http.Request, error) {
 	socketRoute := rt.access == socket
@@ -131,6 +132,9 @@ func (s *Server) authenticate(r *http.Request, rt route) (*http.Request, error) 
 		}
 	}
 	if err := rt.access.mayCall(u.Role); err != nil {
+		return r, err
+	}
+	if err := s.mfaHoldsBack(r, rt, u); err != nil {
 		return r, err
 	}
 	st, r := requestStateOf(r)

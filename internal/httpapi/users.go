@@ -23,10 +23,13 @@ type userResponse struct {
 	Role      auth.Role `json:"role"`
 	IsActive  bool      `json:"is_active"`
 	CreatedAt timestamp `json:"created_at"`
+	// MFAEnabled says whether two-factor sign-in is on; never the secret.
+	MFAEnabled bool `json:"mfa_enabled"`
 }
 
 func newUserResponse(u *auth.User) userResponse {
-	return userResponse{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, IsActive: u.IsActive, CreatedAt: timestamp(u.CreatedAt)}
+	return userResponse{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, IsActive: u.IsActive, CreatedAt: timestamp(u.CreatedAt),
+		MFAEnabled: u.MFAEnabledAt != nil}
 }
 
 type registerRequest struct {
@@ -61,6 +64,9 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 type loginRequest struct {
 	Username *string `json:"username"`
 	Password *string `json:"password"`
+	// OTP is the second factor of an account with two-factor sign-in on: a
+	// code of the authenticator app or a recovery code.
+	OTP *string `json:"otp"`
 }
 
 type tokenResponse struct {
@@ -87,10 +93,15 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error)
 	var f errs.Fields
 	requireField(&f, "username", req.Username)
 	requireField(&f, "password", req.Password)
+	checkCode(&f, "otp", req.OTP)
 	if err := f.Err(); err != nil {
 		return err
 	}
-	token, err := s.auth.Login(r.Context(), s.clientIP(r), *req.Username, *req.Password)
+	otp := ""
+	if req.OTP != nil {
+		otp = *req.OTP
+	}
+	token, err := s.auth.Login(r.Context(), s.clientIP(r), *req.Username, *req.Password, otp)
 	if err != nil {
 		return err
 	}
@@ -101,8 +112,20 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) (err error)
 	return nil
 }
 
+// meResponse is the caller as GET /api/auth/me shows it: the user, and
+// whether the install holds them back until they turn two-factor sign-in on.
+type meResponse struct {
+	userResponse
+	MFASetupRequired bool `json:"mfa_setup_required"`
+}
+
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, newUserResponse(currentUser(r)))
+	u := currentUser(r)
+	required, err := s.auth.MFARequiredOf(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, meResponse{userResponse: newUserResponse(u), MFASetupRequired: required})
 	return nil
 }
 

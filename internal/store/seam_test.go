@@ -31,6 +31,7 @@ type seamFixture struct {
 	db        *store.DB
 	user      *auth.User
 	bare      *auth.User // owns nothing, for DeleteUser
+	mfaUser   *auth.User // two-factor sign-in on, two recovery codes h1 and h2
 	unused    *sandbox.Template
 	spare     *sandbox.Container
 	module    *lesson.Module
@@ -60,6 +61,10 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	must(db.Users().CreateUser(ctx, f.user))
 	f.bare = newUser("bare", auth.RoleStudent)
 	must(db.Users().CreateUser(ctx, f.bare))
+	f.mfaUser = newUser("twofactor", auth.RoleStudent)
+	must(db.Users().CreateUser(ctx, f.mfaUser))
+	must(db.MFA().SetPendingMFA(ctx, f.mfaUser.ID, []byte("sealed"), seamNow))
+	must(db.MFA().EnableMFA(ctx, f.mfaUser.ID, []byte("sealed"), 1, seamNow, []string{"h1", "h2"}))
 	must(db.Sandboxes().SetSetting(ctx, "kept", "1"))
 	f.module = &lesson.Module{Slug: "basics", Title: "Basics", OrderIndex: 1, CreatedAt: seamNow, UpdatedAt: seamNow}
 	must(db.Lessons().CreateModule(ctx, f.module))
@@ -314,6 +319,33 @@ var seamWrites = []seamWrite{
 	{"Resets", "UsePasswordResets", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Resets().UsePasswordResets(ctx, f.user.ID, seamNow)
 	}},
+	{"MFA", "SetPendingMFA", func(ctx context.Context, f *seamFixture) error {
+		return f.db.MFA().SetPendingMFA(ctx, f.user.ID, []byte("sealed"), seamNow)
+	}},
+	{"MFA", "EnableMFA", func(ctx context.Context, f *seamFixture) error {
+		if err := f.db.MFA().SetPendingMFA(ctx, f.user.ID, []byte("sealed"), seamNow); err != nil {
+			return err
+		}
+		return f.db.MFA().EnableMFA(ctx, f.user.ID, []byte("sealed"), 1, seamNow, []string{"h1", "h2"})
+	}},
+	{"MFA", "DisableMFA", func(ctx context.Context, f *seamFixture) error {
+		return f.db.MFA().DisableMFA(ctx, f.mfaUser.ID)
+	}},
+	{"MFA", "UseTOTPStep", func(ctx context.Context, f *seamFixture) error {
+		if ok, err := f.db.MFA().UseTOTPStep(ctx, f.mfaUser.ID, 2); !ok || err != nil {
+			return fmt.Errorf("UseTOTPStep = %v, %w", ok, err)
+		}
+		return nil
+	}},
+	{"MFA", "UseRecoveryCode", func(ctx context.Context, f *seamFixture) error {
+		if ok, err := f.db.MFA().UseRecoveryCode(ctx, f.mfaUser.ID, "h1", seamNow); !ok || err != nil {
+			return fmt.Errorf("UseRecoveryCode = %v, %w", ok, err)
+		}
+		return nil
+	}},
+	{"MFA", "SetMFARequired", func(ctx context.Context, f *seamFixture) error {
+		return f.db.MFA().SetMFARequired(ctx, true)
+	}},
 	{"Activity", "Record", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Activity().Record(ctx, &activity.Event{UserID: f.user.ID, Kind: activity.ThemeCompleted, At: seamNow, Title: "x"})
 	}},
@@ -333,6 +365,7 @@ var seamReads = map[string][]string{
 	"Resets":   {"FindUserByEmail", "FindPasswordReset"},
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},
+	"MFA":      {"FindMFA", "UnusedRecoveryCodes", "MFARequired"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }
 
@@ -341,13 +374,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes", "MFA",
 	"ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes", "MFA"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -439,7 +472,7 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets", "classes", "class_members", "class_assignments"} {
+		"mail_outbox", "password_resets", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ func (s *DB) Users() *UserStore { return &UserStore{s} }
 var _ auth.UserStore = (*UserStore)(nil)
 
 const userColumns = `id, username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at,
-	tokens_revoked_at`
+	tokens_revoked_at, mfa_enabled_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -29,9 +29,10 @@ func scanUser(row scanner) (*auth.User, error) {
 	var (
 		u       auth.User
 		revoked sql.NullTime
+		mfaOn   sql.NullTime
 	)
 	err := row.Scan(&u.ID, &u.Username, &u.Email, &u.PasswordHash, &u.Role, &u.IsActive,
-		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt, &revoked)
+		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt, &revoked, &mfaOn)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, auth.ErrUserNotFound
 	}
@@ -40,6 +41,7 @@ func scanUser(row scanner) (*auth.User, error) {
 	}
 	u.PasswordChangedAt, u.CreatedAt, u.UpdatedAt = u.PasswordChangedAt.UTC(), u.CreatedAt.UTC(), u.UpdatedAt.UTC()
 	u.TokensRevokedAt = nullTime(revoked)
+	u.MFAEnabledAt = nullTime(mfaOn)
 	return &u, nil
 }
 

@@ -134,6 +134,12 @@ async function render() {
     go("/signin?next=" + encodeURIComponent(path + location.search), { replace: true });
     return;
   }
+  // The install requires two-factor sign-in of this admin or instructor:
+  // every other page's API calls would be refused until it is on.
+  if (route.auth && user.mfa_setup_required && route.page !== profile.render) {
+    go("/profile", { replace: true });
+    return;
+  }
   drawNav(route.nav);
   currentNav = route.nav;
   clear(main, h("p", { class: "loading" }, "Loading…"));

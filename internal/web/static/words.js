@@ -40,6 +40,12 @@ const exact = new Map([
   ["Too many join attempts, try again later", "Too many join codes tried: wait a minute, then try again."],
   ["You teach this class: learners join it", "You teach this class: your learners join it with its code."],
   ["This class already has an assignment of this item: delete it to set another due date", "This class already has this assignment: delete it to set another due date."],
+  ["Two-factor code required", "This account has two-factor sign-in: enter the code your authenticator app shows, or a recovery code."],
+  ["Incorrect two-factor code", "That code is not right or was used already: enter the app's next code, or a recovery code."],
+  ["Two-factor sign-in is required for your role: turn it on first (POST /api/auth/mfa/setup, then POST /api/auth/mfa/enable)",
+    "Your administrator requires two-factor sign-in for your role: turn it on in your profile first."],
+  ["Two-factor sign-in is already on: turn it off first", "Two-factor sign-in is already on."],
+  ["No two-factor setup is pending: call POST /api/auth/mfa/setup first", "Start again with “Set up two-factor sign-in”."],
 ]);
 
 /** patterns rewrite details that carry numbers. */
@@ -58,6 +64,7 @@ const fieldNames = {
   username: "Username", email: "E-mail", password: "Password", full_name: "Full name", bio: "Bio",
   current_password: "Current password", new_password: "New password", file: "Avatar", answers: "Answers",
   name: "Name", code: "Join code", due_at: "Due date", item_id: "Item", kind: "Kind",
+  code: "Code",
 };
 
 /** fieldMessage turns one entry of a 422 list into a sentence. */

@@ -64,7 +64,25 @@ async function users(body, page = 1) {
       if (!confirm(`Delete ${u.username} and everything they did?`)) return;
       try { await api("DELETE", `/api/admin/users/${u.id}`); toast(`${u.username} deleted`); users(body, page); } catch (e) { toast(e.message, "error"); }
     });
-    return h("tr", null, h("td", null, String(u.id)), h("td", null, u.username), h("td", null, u.email), h("td", null, role), h("td", null, active), h("td", null, fmtDate(u.created_at)), h("td", null, del));
+    // Two-factor sign-in: an admin can only turn it off, for a user who lost
+    // both the app and the recovery codes.
+    const off = h("button", { type: "button", class: "small ghost", "aria-label": `Turn off two-factor sign-in of ${u.username}` }, "Turn off");
+    const mfa = u.mfa_enabled ? ["on ", off] : "off";
+    if (u.mfa_enabled) {
+      off.addEventListener("click", async () => {
+        if (!confirm(`Turn off two-factor sign-in of ${u.username}? Do it only when they lost their app and their recovery codes.`)) return;
+        try { await api("DELETE", `/api/admin/users/${u.id}/mfa`); toast(`Two-factor sign-in of ${u.username} is off`); users(body, page); } catch (e) { toast(e.message, "error"); }
+      });
+    }
+    return h("tr", null, h("td", null, String(u.id)), h("td", null, u.username), h("td", null, u.email), h("td", null, role), h("td", null, active), h("td", null, mfa), h("td", null, fmtDate(u.created_at)), h("td", null, del));
+  });
+  const rule = await api("GET", "/api/admin/settings/mfa");
+  const require = h("input", { type: "checkbox", id: "mfa-required", checked: rule.required });
+  require.addEventListener("change", async () => {
+    try {
+      await api("PUT", "/api/admin/settings/mfa", { query: { required: require.checked } });
+      toast(require.checked ? "Admins and instructors must now use two-factor sign-in" : "Two-factor sign-in is optional for everyone");
+    } catch (e) { toast(e.message, "error"); require.checked = !require.checked; }
   });
   const err = h("p", { class: "error", role: "alert" });
   const create = h("form", { class: "inline-form" },
@@ -83,10 +101,13 @@ async function users(body, page = 1) {
     ` Page ${page} of ${pages} (${total} users) `,
     h("button", { type: "button", class: "small ghost", disabled: page >= pages, onclick: () => users(body, page + 1) }, "Next →"));
   clear(body,
+    h("section", { class: "card" }, h("h2", null, "Two-factor sign-in"),
+      h("p", null, require, " ", h("label", { for: "mfa-required" }, "Require two-factor sign-in of admins and instructors")),
+      h("p", { class: "muted small" }, "Until they turn it on, they can sign in but only reach their profile to set it up. Turn yours on first: the rule applies to you too.")),
     h("section", { class: "card" }, h("h2", null, "New user"), create, err),
     h("section", { class: "card" }, h("h2", null, "Users"),
       h("div", { class: "table-wrap" }, h("table", null,
-        h("thead", null, h("tr", null, ["id", "username", "e-mail", "role", "active", "since", ""].map((c) => h("th", { scope: "col" }, c)))),
+        h("thead", null, h("tr", null, ["id", "username", "e-mail", "role", "active", "two-factor", "since", ""].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", null, rows))), pager));
 }
 

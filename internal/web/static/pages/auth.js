@@ -12,11 +12,20 @@ function nextPath(ctx) {
   return n.startsWith("/") && !n.startsWith("//") ? n : "/";
 }
 
-async function logIn(ctx, username, password) {
+/** MFA_NEEDED is the login's 401 detail when the account has two-factor
+ * sign-in on and no code came with the password (docs/mfa.md). */
+const MFA_NEEDED = "Two-factor code required";
+
+async function logIn(ctx, username, password, otp) {
   // The server sets the session cookies; the token in the body is left alone.
-  await api("POST", "/api/auth/login", { body: { username, password }, headers: { "X-Tuxlab-Session": "cookie" }, noSignOut: true });
-  ctx.signedIn(await api("GET", "/api/auth/me"));
-  ctx.go(nextPath(ctx), { replace: true });
+  const body = { username, password };
+  if (otp) body.otp = otp;
+  await api("POST", "/api/auth/login", { body, headers: { "X-Tuxlab-Session": "cookie" }, noSignOut: true });
+  const me = await api("GET", "/api/auth/me");
+  ctx.signedIn(me);
+  // An admin or instructor the install requires two-factor sign-in of goes
+  // where it is turned on.
+  ctx.go(me.mfa_setup_required ? "/profile" : nextPath(ctx), { replace: true });
 }
 
 function form(ctx, { title, intro, fields, submit, alt, extra, onsubmit }) {
@@ -55,14 +64,27 @@ function pitch() {
 export async function signin(ctx) {
   ctx.title("Sign in");
   if (ctx.me) { ctx.go(nextPath(ctx), { replace: true }); return; }
+  // The code field appears when the server says the account needs one.
+  const otp = field("Two-factor code (from your app, or a recovery code)", { name: "otp", autocomplete: "one-time-code", inputmode: "text" });
+  otp.hidden = true;
   form(ctx, {
     title: "Sign in", submit: "Sign in",
     intro: "Learn Linux administration in a real shell in your browser.",
     fields: [field("Username", { name: "username", autocomplete: "username", required: true }),
-      field("Password", { name: "password", type: "password", autocomplete: "current-password", required: true })],
+      field("Password", { name: "password", type: "password", autocomplete: "current-password", required: true }), otp],
     alt: ["New here? ", h("a", { href: "/signup" + location.search }, "Create an account")],
     extra: h("a", { href: "/forgot-password" }, "Forgot your password?"),
-    onsubmit: (v) => logIn(ctx, v.username.trim(), v.password),
+    onsubmit: async (v) => {
+      try {
+        await logIn(ctx, v.username.trim(), v.password, otp.hidden ? "" : (v.otp || "").trim());
+      } catch (e) {
+        if (e.status === 401 && e.body && e.body.detail === MFA_NEEDED) {
+          otp.hidden = false;
+          otp.querySelector("input").focus();
+        }
+        throw e;
+      }
+    },
   });
 }
 

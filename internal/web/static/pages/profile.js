@@ -2,6 +2,7 @@
 import { api } from "../api.js";
 import { h, clear, toast } from "../dom.js";
 import { signOut } from "../signout.js";
+import { section as twoFactor } from "./mfa.js";
 
 /** render draws the caller's profile. */
 export async function render(ctx) {
@@ -67,6 +68,10 @@ export async function render(ctx) {
     } catch (x) { perr.textContent = x.message; }
   });
 
+  // Two-factor sign-in: once it is on, the signed-in user is read again, so
+  // the pages the install's rule held back open at once.
+  const mfa = await twoFactor(async () => { ctx.signedIn(await api("GET", "/api/auth/me")); });
+
   clear(ctx.main,
     h("h1", null, "Your profile"),
     h("div", { class: "columns" },
@@ -77,5 +82,6 @@ export async function render(ctx) {
           h("p", { class: "avatar-actions" }, h("label", { for: "avatar-file", class: "button", tabindex: 0, onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); fileInput.click(); } } }, "Upload an avatar"), fileInput, removeBtn),
           h("p", { class: "muted small" }, "PNG, JPEG, GIF or WebP, at most 2 MiB; it is cropped to a square."),
           h("p", { class: "narrow-only" }, h("button", { type: "button", class: "ghost", onclick: signOut }, "Sign out")))),
-      h("div", null, info, pw)));
+      h("div", null, info, pw, mfa)));
+  if (ctx.me.mfa_setup_required) mfa.scrollIntoView();
 }

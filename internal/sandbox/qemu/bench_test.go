@@ -18,9 +18,16 @@ import (
 // runs in it.
 func bootMachine(b *testing.B, rt *qemu.Runtime) string {
 	b.Helper()
+	return startSpec(b, rt, sandbox.Spec{Name: "bench", Image: qemu.DefaultImage, MemoryBytes: 512 << 20, DiskMB: 2048})
+}
+
+// startSpec creates and starts a machine of spec s and waits until a command
+// runs in it.
+func startSpec(b *testing.B, rt *qemu.Runtime, s sandbox.Spec) string {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
 	defer cancel()
-	id, err := rt.Create(ctx, sandbox.Spec{Name: "bench", Image: qemu.DefaultImage, MemoryBytes: 512 << 20, DiskMB: 2048})
+	id, err := rt.Create(ctx, s)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -267,6 +267,9 @@ func (r *Runtime) announce(name, except string) {
 			defer cancel()
 			var errOut strings.Builder
 			code, err := r.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{"/bin/sh", "-c", hostsScript, "hosts", word}, User: "root"}, nil, io.Discard, &errOut)
+			if errors.Is(err, sandbox.ErrGone) || errors.Is(err, sandbox.ErrNotRunning) {
+				return // stopped or removed meanwhile: it reads the members at its next boot
+			}
 			if err != nil || code != 0 {
 				r.log.Warn("machine network: /etc/hosts not updated", "machine", id, "network", name, "code", code, "err", err, "stderr", errOut.String())
 			}

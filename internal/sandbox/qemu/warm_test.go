@@ -112,20 +112,39 @@ func TestWarmStart(t *testing.T) {
 }
 
 // BenchmarkWarmStart measures Create, Start (a restore and the renewals) and
-// the first command, from a warm template made before the timer starts.
+// the first command, from a warm template made before the timer starts:
+// /none is the bare layout, /disks a template's (two blank disks, one of
+// another size than the template's, and the tools disk).
 func BenchmarkWarmStart(b *testing.B) {
 	rt, state := newRuntime(b)
 	ctx := context.Background()
-	if err := rt.PrepareWarm(ctx, sandbox.Spec{Image: qemu.DefaultImage, MemoryBytes: 512 << 20}); err != nil {
+	tools, err := rt.ToolsVolume(ctx, sandbox.DefaultToolsImage)
+	if err != nil {
 		b.Fatal(err)
 	}
-	var rss float64
-	for b.Loop() {
-		id := bootMachine(b, rt)
-		b.StopTimer()
-		rss += rssMiB(state, id)
-		rt.Remove(ctx, id)
-		b.StartTimer()
+	bare := sandbox.Spec{Name: "bench", Image: qemu.DefaultImage, MemoryBytes: 512 << 20, DiskMB: 2048}
+	disks := bare
+	disks.ExtraDisksMB, disks.ToolsVolume = []int{64, 64}, tools
+	for _, c := range []struct {
+		name          string
+		layout, clone sandbox.Spec
+	}{
+		{"none", bare, bare},
+		{"disks", disks, func() sandbox.Spec { s := disks; s.ExtraDisksMB = []int{64, 256}; return s }()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if err := rt.PrepareWarm(ctx, c.layout); err != nil {
+				b.Fatal(err)
+			}
+			var rss float64
+			for b.Loop() {
+				id := startSpec(b, rt, c.clone)
+				b.StopTimer()
+				rss += rssMiB(state, id)
+				rt.Remove(ctx, id)
+				b.StartTimer()
+			}
+			b.ReportMetric(rss/float64(b.N), "rss-MiB")
+		})
 	}
-	b.ReportMetric(rss/float64(b.N), "rss-MiB")
 }

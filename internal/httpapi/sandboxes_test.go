@@ -246,7 +246,7 @@ func TestSandboxOwnership(t *testing.T) {
 			} `json:"sandboxes"`
 		}
 		e.Get("/api/admin/stats", root.Token).Expect(t, 200).JSON(t, &stats)
-		if s := stats.Sandboxes; s.Containers != 1 || s.Running != 1 || s.Templates != 2 || !s.EngineAvailable {
+		if s := stats.Sandboxes; s.Containers != 1 || s.Running != 1 || s.Templates != 3 || !s.EngineAvailable {
 			t.Fatalf("sandbox stats %+v", s)
 		}
 		e.Get("/api/containers/"+id, root.Token).Expect(t, 200)

@@ -238,6 +238,7 @@ func (sh *lessonShell) play(th *lesson.ThemeFile) {
 		sh.tc.Type(cmd + "\n")
 		m := sh.tc.Await(statusPrompt, from, commandWait)
 		out := sh.tc.Text(from)
+		t.Logf("typed %q, status %s:\n%s", cmd, m[1], out)
 		failing, says := len(fails) > 0 && fails[0].command == cmd, ""
 		if failing {
 			says, fails = fails[0].says, fails[1:]

@@ -276,3 +276,49 @@ func (sh *lessonShell) reboot() {
 	}
 	sh.open()
 }
+
+// TestMachineModulesPractiseOnTheMachine: the lesson page opens the practice
+// sandbox of the template of the module's laboratory (docs/web.md), so what
+// it reads for a machine module must name the machine template, and for the
+// other modules the Debian container.
+func TestMachineModulesPractiseOnTheMachine(t *testing.T) {
+	t.Parallel()
+	onMachine := map[string]bool{}
+	for _, m := range machineModules(t) {
+		onMachine[m.Slug] = true
+	}
+	e := apitest.New(t, "sqlite", withBundledCurriculum)
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var templates []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	e.Get("/api/sandbox-templates", "").Expect(t, http.StatusOK).JSON(t, &templates)
+	names := map[int64]string{}
+	for _, x := range templates {
+		names[x.ID] = x.Name
+	}
+	var modules []struct {
+		ID   int64  `json:"id"`
+		Slug string `json:"slug"`
+	}
+	e.Get("/api/lessons/modules", u.Token).Expect(t, http.StatusOK).JSON(t, &modules)
+	machines := 0
+	for _, m := range modules {
+		var l struct {
+			TemplateID int64 `json:"template_id"`
+		}
+		e.Get(fmt.Sprintf("/api/laboratories/section/%d/laboratory", m.ID), u.Token).Expect(t, http.StatusOK).JSON(t, &l)
+		want := "Debian"
+		if onMachine[m.Slug] {
+			want, machines = sandbox.MachineTemplateName, machines+1
+		}
+		if got := names[l.TemplateID]; got != want {
+			t.Errorf("module %s practises on template %q, want %q", m.Slug, got, want)
+		}
+	}
+	if machines == 0 {
+		t.Error("no module served practises on the machine template")
+	}
+}

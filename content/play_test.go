@@ -82,6 +82,7 @@ func playLab(t *testing.T, e *apitest.Env, u *apitest.User, id int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireTemplate(t, e, l.TemplateID)
 	path := fmt.Sprintf("/api/laboratories/%d/", id)
 	var started labAttemptBody
 	r := e.Do(apitest.Request{Method: "POST", Path: path + "start", Token: u.Token})

@@ -54,7 +54,10 @@ export async function render(ctx) {
 
   const termBox = h("div", { class: "term-box" });
   const layout = split(ctx, left, termBox);
-  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say), title: "Your sandbox" }).start();
+  // A module's lessons practise on the template its laboratory runs in (a
+  // machine for the storage-on-a-machine module), else on the default one.
+  const templateId = lab ? lab.template_id : undefined;
+  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, templateId), title: "Your sandbox" }).start();
   ctx.cleanup(() => panel.dispose());
   codeButtons(body, panel, layout);
 }

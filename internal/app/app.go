@@ -39,7 +39,7 @@ import (
 )
 
 // Version is tuxlab's release, set at build time with -ldflags "-X tuxlab/internal/app.Version=...".
-var Version = "0.3.0"
+var Version = "0.4.0"
 
 // App is a configured tuxlab: its store, domain services and HTTP server.
 type App struct {

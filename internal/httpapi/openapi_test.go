@@ -78,9 +78,13 @@ func TestOpenAPIDeclaresWhatTheServerDoes(t *testing.T) {
 			}
 		}
 	}
-	// Pagination shipped in 0.3.0: a document with it is not older.
+	// Pagination shipped in 0.3.0, two-factor sign-in in 0.4.0: a document
+	// with them is not older.
 	if paged && versionBefore(doc.Info.Version, 0, 3) {
 		t.Errorf("info.version %q, but pagination shipped in 0.3.0", doc.Info.Version)
+	}
+	if _, mfa := doc.Paths["/api/auth/mfa/setup"]; mfa && versionBefore(doc.Info.Version, 0, 4) {
+		t.Errorf("info.version %q, but two-factor sign-in shipped in 0.4.0", doc.Info.Version)
 	}
 	var health struct {
 		Version string `json:"version"`

@@ -389,7 +389,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 	}
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
-		Machines: machines, MachineLimits: sandbox.MachineLimits{MaxMemoryMB: cfg.MachineMaxMemoryMB},
+		Machines: machines, MachineLimits: sandbox.MachineLimits{MaxMemoryMB: cfg.MachineMaxMemoryMB}, BootTimeout: cfg.MachineBootTimeout,
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,

@@ -98,6 +98,7 @@ type Config struct {
 	MachineAccel             string         // TUXLAB_MACHINE_ACCEL: kvm, tcg or empty (KVM when a canary boots under it)
 	MachineMaxMemoryMB       int            // TUXLAB_MACHINE_MAX_MEMORY_MB: the most a machine template may ask for
 	MachineWarm              bool           // TUXLAB_MACHINE_WARM: prepare each machine template's saved state at start, so machines start warm
+	MachineBootTimeout       time.Duration  // TUXLAB_MACHINE_BOOT_TIMEOUT: a machine not answering by then is stopped and marked broken
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
@@ -228,6 +229,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.MachineMaxMemoryMB = env.int("TUXLAB_MACHINE_MAX_MEMORY_MB", 2048, 256, 1<<20)
 	c.MachineWarm = env.bool("TUXLAB_MACHINE_WARM", true)
+	c.MachineBootTimeout = env.duration("TUXLAB_MACHINE_BOOT_TIMEOUT", 5*time.Minute)
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)

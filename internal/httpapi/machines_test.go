@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
+	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/qemu"
 )
@@ -302,5 +305,35 @@ func TestMachinesReconciled(t *testing.T) {
 	post(r, u.Token, fmt.Sprintf("/api/containers/%d/start", killed.ID), nil).Expect(t, 200).JSON(t, &c)
 	if c.Status != "running" {
 		t.Fatalf("started again: %+v", c)
+	}
+}
+
+// TestMachineThatNeverBoots: a machine that does not answer within the boot
+// timeout (here a second, far shorter than a boot) is stopped, with no QEMU
+// left running, and shows error with why; the learner's script gets 409.
+func TestMachineThatNeverBoots(t *testing.T) {
+	t.Parallel()
+	apitest.RequireMachines(t)
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.MachineBootTimeout = time.Second })
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var machine int64
+	for _, x := range templatesOf(t, e) {
+		if x.Name == sandbox.MachineTemplateName {
+			machine = x.ID
+		}
+	}
+	c := createSandbox(t, e, u.Token, machine)
+	engine := engineID(t, e, c.ID)
+	_, err := e.App.Sandboxes.Exec(context.Background(), actor.User(u.ID), c.ID, sandbox.Script{Text: "true"})
+	if !errs.Is(err, errs.Conflict) || !strings.Contains(err.Error(), "did not finish booting") {
+		t.Fatalf("a script in a machine that does not boot: %v", err)
+	}
+	var got containerBody
+	e.Get(fmt.Sprintf("/api/containers/%d", c.ID), u.Token).Expect(t, 200).JSON(t, &got)
+	if got.Status != "error" || !strings.Contains(got.StatusDetail, "did not finish booting within 1s") {
+		t.Errorf("the machine shows %s %q", got.Status, got.StatusDetail)
+	}
+	if out, _ := exec.Command("pgrep", "-f", engine).Output(); len(out) > 0 {
+		t.Errorf("QEMU runs on for a machine that did not boot: %s", out)
 	}
 }

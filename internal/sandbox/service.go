@@ -353,10 +353,31 @@ func (s *Service) waitReady(ctx context.Context, rt Runtime, c *Container) error
 	defer cancel()
 	err := rt.WaitReady(bctx, c.EngineID)
 	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
-		return &errs.Error{Kind: errs.Unavailable, Err: err, RetryAfter: time.Minute, Detail: fmt.Sprintf(
-			"This machine has not finished booting after %s: stop and start it, or delete it and create a new one", s.opt.BootTimeout)}
+		return s.bootFailed(context.WithoutCancel(ctx), rt, c, err)
 	}
 	return err
+}
+
+// bootFailed ends machine c, which did not answer within BootTimeout (err
+// says where its boot stood: the console's tail, for the operator's log),
+// and marks it broken: no QEMU keeps running for a guest that never comes.
+func (s *Service) bootFailed(ctx context.Context, rt Runtime, c *Container, err error) error {
+	s.opt.Log.Warn("a machine did not finish booting: stopped and marked broken", "container_id", c.ID, "user_id", c.UserID,
+		"boot_timeout", s.opt.BootTimeout, "error", err.Error())
+	if serr := rt.Stop(ctx, c.EngineID, s.opt.StopGrace); serr != nil && !errors.Is(serr, ErrGone) {
+		s.opt.Log.Warn("stopping a machine that did not boot", "container_id", c.ID, "error", serr.Error())
+	}
+	detail := fmt.Sprintf("The machine did not finish booting within %s: delete it and create a new one", s.opt.BootTimeout)
+	seen, now := c.EngineID, s.now()
+	if _, uerr := s.store.UpdateContainer(ctx, c.ID, func(c *Container) error {
+		if c.EngineID == seen {
+			c.Status, c.StatusDetail, c.StoppedAt = StatusError, detail, &now
+		}
+		return nil
+	}); uerr != nil {
+		s.opt.Log.Warn("marking a machine that did not boot", "container_id", c.ID, "error", uerr.Error())
+	}
+	return errs.E(errs.Conflict, "This sandbox is broken ("+detail+")")
 }
 
 // SetMachineNote records what an operator should hear of machines once it is

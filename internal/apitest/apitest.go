@@ -180,7 +180,7 @@ func (e *Env) CreateUser(username string, role auth.Role) *User {
 	e.T.Helper()
 	now := e.DB.Now().UTC()
 	u := &auth.User{Username: username, Email: strings.ToLower(username) + "@tuxlab.org", PasswordHash: passwordHash(),
-		Role: role, IsActive: true, PasswordChangedAt: now.Add(-1e9), CreatedAt: now, UpdatedAt: now}
+		Role: role, IsActive: true, PasswordChangedAt: now.Add(-1e9), CreatedAt: now, UpdatedAt: now, EmailVerifiedAt: &now}
 	if err := e.DB.Users().CreateUser(context.Background(), u); err != nil {
 		e.T.Fatalf("create user %s: %v", username, err)
 	}

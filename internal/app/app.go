@@ -60,6 +60,9 @@ type App struct {
 	// password reset by mail, off without TUXLAB_SMTP_URL.
 	Mail   *mail.Queue
 	Resets *auth.Resets
+	// Verifications is e-mail verification on registration, nil unless
+	// TUXLAB_REQUIRE_EMAIL_VERIFICATION is on.
+	Verifications *auth.Verifications
 
 	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
 	// machines is the machine driver (nil: no QEMU here, or TUXLAB_MACHINES=off).
@@ -123,7 +126,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
 		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
-		UI: web.New(), Resets: a.Resets,
+		UI: web.New(), Resets: a.Resets, Verifications: a.Verifications,
 	})
 	a.registerMetrics()
 	return a, nil
@@ -142,6 +145,9 @@ func (a *App) Start(ctx context.Context) error {
 		a.Log.Info("password reset by mail on", "smtp", a.Config.LogAttrsSMTP(), "public_url", a.Config.PublicURL)
 	} else {
 		a.Log.Info("password reset off: no TUXLAB_SMTP_URL, so /api/auth/forgot-password and /api/auth/reset-password answer 503 (docs/accounts.md)")
+	}
+	if a.Verifications != nil {
+		a.Log.Info("e-mail verification on registration required (TUXLAB_REQUIRE_EMAIL_VERIFICATION): new accounts sign in once they open the link mailed to them")
 	}
 	if err := a.Sandboxes.EnsureDefaultTemplates(ctx); err != nil {
 		return fmt.Errorf("seed sandbox templates: %w", err)
@@ -367,6 +373,10 @@ func (a *App) openMail() error {
 	}
 	a.Mail = mail.New(a.DB.Mail(), o)
 	a.Resets = a.Auth.NewResets(auth.ResetOptions{Store: a.DB.Resets(), Mail: a.Mail, PublicURL: cfg.PublicURL, LimitsNow: cfg.RateLimitNow})
+	if cfg.RequireEmailVerification {
+		a.Verifications = a.Auth.NewVerifications(auth.VerifyOptions{Store: a.DB.Verifications(), Mail: a.Mail,
+			PublicURL: cfg.PublicURL, LimitsNow: cfg.RateLimitNow})
+	}
 	return nil
 }
 

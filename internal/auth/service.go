@@ -83,6 +83,9 @@ type Service struct {
 	perCode  *RateLimiter
 	required requiredCache
 	totpNow  func() time.Time
+	// verify is e-mail verification on registration (verify.go); nil while
+	// TUXLAB_REQUIRE_EMAIL_VERIFICATION is off.
+	verify *Verifications
 }
 
 // NewService returns a Service over users.
@@ -158,9 +161,22 @@ func tooMany(wait time.Duration) error {
 }
 
 // Register creates a student account. Its caller has rate limited the client.
+// With e-mail verification on, the account is created unverified and its
+// verification mail queued in the same transaction.
 func (s *Service) Register(ctx context.Context, n NewUser) (*User, error) {
 	n.Role = RoleStudent
-	return s.create(ctx, n)
+	if s.verify == nil {
+		return s.create(ctx, n)
+	}
+	u, err := s.newUser(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	u.EmailVerifiedAt = nil
+	if err := s.verify.register(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // CreateUser creates an account with any role; for admins (the HTTP layer places the field locations).
@@ -172,6 +188,19 @@ func (s *Service) CreateUser(ctx context.Context, n NewUser) (*User, error) {
 }
 
 func (s *Service) create(ctx context.Context, n NewUser) (*User, error) {
+	u, err := s.newUser(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.users.CreateUser(ctx, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// newUser validates n and returns the account to store, its address
+// counted as verified.
+func (s *Service) newUser(ctx context.Context, n NewUser) (*User, error) {
 	if err := n.validate(); err != nil {
 		return nil, err
 	}
@@ -180,14 +209,10 @@ func (s *Service) create(ctx context.Context, n NewUser) (*User, error) {
 		return nil, err
 	}
 	now := s.now().UTC()
-	u := &User{
+	return &User{
 		Username: n.Username, Email: n.Email, PasswordHash: hash, Role: n.Role, IsActive: true,
-		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now,
-	}
-	if err := s.users.CreateUser(ctx, u); err != nil {
-		return nil, err
-	}
-	return u, nil
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now, EmailVerifiedAt: &now,
+	}, nil
 }
 
 // Login checks credentials and returns an access token. Unknown users and wrong
@@ -237,6 +262,10 @@ func (s *Service) Login(ctx context.Context, client, username, password, otp str
 	if !u.IsActive {
 		s.known.add(client)
 		return "", ErrInactive
+	}
+	if s.verify != nil && u.EmailVerifiedAt == nil {
+		// Like an inactive account, learnt only with the right password.
+		return "", ErrEmailUnverified
 	}
 	if u.MFAEnabledAt != nil {
 		// The password alone does not make the address known: the code does.

@@ -51,6 +51,7 @@ type User struct {
 	PasswordChangedAt time.Time  // tokens issued before it are refused
 	TokensRevokedAt   *time.Time // logout: tokens issued at or before it are refused
 	MFAEnabledAt      *time.Time // when two-factor sign-in was turned on; nil while off
+	EmailVerifiedAt   *time.Time // when the address was confirmed by mail; nil while not (docs/accounts.md)
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 }

@@ -119,6 +119,10 @@ type Config struct {
 	SMTPURL   Secret // TUXLAB_SMTP_URL: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://...:465
 	MailFrom  string // TUXLAB_MAIL_FROM: the From of tuxlab's mail, such as "tuxlab <noreply@example.org>"
 	PublicURL string // TUXLAB_PUBLIC_URL: the site's address as users reach it, for links in mail (no trailing slash)
+	// RequireEmailVerification (TUXLAB_REQUIRE_EMAIL_VERIFICATION, default
+	// false): a registration must open the link mailed to it before it can
+	// sign in. Needs TUXLAB_SMTP_URL.
+	RequireEmailVerification bool
 
 	BootstrapAdmin string // TUXLAB_BOOTSTRAP_ADMIN: "username:email" created as admin on a database with none
 	// BootstrapAdminPassword comes from TUXLAB_BOOTSTRAP_ADMIN_PASSWORD.
@@ -305,7 +309,11 @@ func (c *Config) loadMail(getenv func(string) string, env *envParser) {
 			env.fail(fmt.Errorf("TUXLAB_PUBLIC_URL must be the site's address such as https://tuxlab.example.org, not %q", c.PublicURL))
 		}
 	}
+	c.RequireEmailVerification = env.bool("TUXLAB_REQUIRE_EMAIL_VERIFICATION", false)
 	if c.SMTPURL == "" {
+		if c.RequireEmailVerification {
+			env.fail(errors.New("TUXLAB_REQUIRE_EMAIL_VERIFICATION=true needs TUXLAB_SMTP_URL: the verification link is sent by mail, and without a mail server nobody who registers could ever sign in"))
+		}
 		return
 	}
 	if _, err := mail.ParseServer(string(c.SMTPURL)); err != nil {

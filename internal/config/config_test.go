@@ -204,3 +204,31 @@ func TestLoadMail(t *testing.T) {
 		t.Errorf("production with a public URL: %q, %v", c.PublicURL, err)
 	}
 }
+
+func TestLoadRequireEmailVerification(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		on   bool
+		err  string
+	}{
+		{"default off", nil, false, ""},
+		{"on with SMTP", map[string]string{"TUXLAB_REQUIRE_EMAIL_VERIFICATION": "true",
+			"TUXLAB_SMTP_URL": "smtp://mail.tuxlab.org:587", "TUXLAB_MAIL_FROM": "noreply@tuxlab.org"}, true, ""},
+		{"on without SMTP", map[string]string{"TUXLAB_REQUIRE_EMAIL_VERIFICATION": "true"}, false, "needs TUXLAB_SMTP_URL"},
+		{"not a boolean", map[string]string{"TUXLAB_REQUIRE_EMAIL_VERIFICATION": "maybe"}, false, "TUXLAB_REQUIRE_EMAIL_VERIFICATION"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want mention of %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || c.RequireEmailVerification != tt.on {
+				t.Fatalf("RequireEmailVerification = %v, %v; want %v", c.RequireEmailVerification, err, tt.on)
+			}
+		})
+	}
+}

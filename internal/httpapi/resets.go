@@ -8,11 +8,13 @@ import (
 )
 
 // accountRoutes are the routes that get a user back into an account:
-// password reset by mail.
+// password reset by mail, and e-mail verification on registration.
 func (s *Server) accountRoutes() []route {
 	return []route{
 		{"POST", "/api/auth/forgot-password", public, s.handleForgotPassword, docForgotPassword},
 		{"POST", "/api/auth/reset-password", public, s.handleResetPassword, docResetPassword},
+		{"POST", "/api/auth/verify-email", public, s.handleVerifyEmail, docVerifyEmail},
+		{"POST", "/api/auth/resend-verification", public, s.handleResendVerification, docResendVerification},
 	}
 }
 
@@ -86,5 +88,72 @@ func (s *Server) handleResetPassword(w http.ResponseWriter, r *http.Request) err
 		return errs.In("body", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"detail": resetDone})
+	return nil
+}
+
+// resendSent is resend-verification's one answer, whether the address is known or not.
+const resendSent = "If an account that is not confirmed yet has this address, a new confirmation link is on its way. It works once, for 24 hours."
+
+// verifyDone is verify-email's answer.
+const verifyDone = "E-mail address confirmed: you can sign in"
+
+// verificationsOn returns an error when e-mail verification is off.
+func (s *Server) verificationsOn() error {
+	if s.verifications == nil {
+		return auth.ErrVerifyOff
+	}
+	return nil
+}
+
+type verifyEmailRequest struct {
+	Token *string `json:"token"`
+}
+
+// handleVerifyEmail confirms an account's address with the token of its mail.
+func (s *Server) handleVerifyEmail(w http.ResponseWriter, r *http.Request) error {
+	if err := s.verificationsOn(); err != nil {
+		return err
+	}
+	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
+		return err
+	}
+	var req verifyEmailRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var f errs.Fields
+	requireField(&f, "token", req.Token)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	if err := s.verifications.Verify(r.Context(), *req.Token); err != nil {
+		return errs.In("body", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"detail": verifyDone})
+	return nil
+}
+
+// handleResendVerification mails a new confirmation link to the unconfirmed
+// account with the address, if there is one; the answer is the same either way.
+func (s *Server) handleResendVerification(w http.ResponseWriter, r *http.Request) error {
+	if err := s.verificationsOn(); err != nil {
+		return err
+	}
+	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
+		return err
+	}
+	var req forgotPasswordRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var f errs.Fields
+	requireField(&f, "email", req.Email)
+	if err := f.Err(); err != nil {
+		return err
+	}
+	if err := s.verifications.Resend(r.Context(), *req.Email); err != nil {
+		return errs.In("body", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"detail": resendSent})
 	return nil
 }

@@ -74,6 +74,9 @@ type Deps struct {
 	UI UI
 	// Resets is password reset by mail (nil: off, its routes answer 503).
 	Resets *auth.Resets
+	// Verifications is e-mail verification on registration (nil: off, its
+	// routes answer 503).
+	Verifications *auth.Verifications
 }
 
 // Server serves the API.
@@ -87,6 +90,7 @@ type Server struct {
 	profiles       *profile.Service
 	dashboard      *dashboard.Dashboard
 	resets         *auth.Resets
+	verifications  *auth.Verifications
 	classes        *class.Service
 	db             Pinger
 	log            *slog.Logger
@@ -111,7 +115,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
-		registry: prometheus.NewRegistry(), resets: d.Resets,
+		registry: prometheus.NewRegistry(), resets: d.Resets, verifications: d.Verifications,
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20

@@ -94,6 +94,8 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	must(db.Mail().EnqueueMail(ctx, mail.Message{To: "learner@tuxlab.org", Subject: "s", Body: "b"}, seamNow))
 	must(db.Resets().CreatePasswordReset(ctx, &auth.PasswordReset{UserID: f.user.ID, TokenHash: "00ff",
 		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}))
+	must(db.Verifications().CreateEmailVerification(ctx, &auth.EmailVerification{UserID: f.user.ID, TokenHash: "00ff",
+		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}))
 	teacher := newUser("teacher", auth.RoleInstructor)
 	must(db.Users().CreateUser(ctx, teacher))
 	f.class = &class.Class{OwnerID: teacher.ID, Name: "Class", JoinCode: "ABCDEFGH", CreatedAt: seamNow}
@@ -319,6 +321,13 @@ var seamWrites = []seamWrite{
 	{"Resets", "UsePasswordResets", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Resets().UsePasswordResets(ctx, f.user.ID, seamNow)
 	}},
+	{"Verifications", "CreateEmailVerification", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Verifications().CreateEmailVerification(ctx, &auth.EmailVerification{UserID: f.user.ID, TokenHash: "11ee",
+			ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow})
+	}},
+	{"Verifications", "UseEmailVerifications", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Verifications().UseEmailVerifications(ctx, f.user.ID, seamNow)
+	}},
 	{"MFA", "SetPendingMFA", func(ctx context.Context, f *seamFixture) error {
 		return f.db.MFA().SetPendingMFA(ctx, f.user.ID, []byte("sealed"), seamNow)
 	}},
@@ -360,9 +369,10 @@ var seamReads = map[string][]string{
 	"Labs": {"FindLabs", "FindLabByID", "FindLabBySlug", "CountAttempts", "FindAttemptByID", "FindOpenAttempt", "FindAttempts"},
 	"Exams": {"FindExams", "FindExamByID", "FindExamBySlug", "FindEndedAttemptSandboxes", "CountAttempts", "FindAttemptByID", "FindOpenAttempt",
 		"FindUserAttempts"},
-	"Profiles": {"FindProfile"},
-	"Mail":     {"CountMail"},
-	"Resets":   {"FindUserByEmail", "FindPasswordReset"},
+	"Profiles":      {"FindProfile"},
+	"Mail":          {"CountMail"},
+	"Resets":        {"FindUserByEmail", "FindPasswordReset"},
+	"Verifications": {"FindUserByEmail", "FindEmailVerification"},
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},
 	"MFA":      {"FindMFA", "UnusedRecoveryCodes", "MFARequired"},
@@ -374,13 +384,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes", "MFA",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA",
 	"ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Classes", "MFA"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -472,7 +482,7 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes"} {
+		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

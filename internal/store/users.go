@@ -21,7 +21,7 @@ func (s *DB) Users() *UserStore { return &UserStore{s} }
 var _ auth.UserStore = (*UserStore)(nil)
 
 const userColumns = `id, username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at,
-	tokens_revoked_at, mfa_enabled_at`
+	tokens_revoked_at, mfa_enabled_at, email_verified_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -30,9 +30,10 @@ func scanUser(row scanner) (*auth.User, error) {
 		u       auth.User
 		revoked sql.NullTime
 		mfaOn   sql.NullTime
+		mailOK  sql.NullTime
 	)
 	err := row.Scan(&u.ID, &u.Username, &u.Email, &u.PasswordHash, &u.Role, &u.IsActive,
-		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt, &revoked, &mfaOn)
+		&u.PasswordChangedAt, &u.CreatedAt, &u.UpdatedAt, &revoked, &mfaOn, &mailOK)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, auth.ErrUserNotFound
 	}
@@ -42,6 +43,7 @@ func scanUser(row scanner) (*auth.User, error) {
 	u.PasswordChangedAt, u.CreatedAt, u.UpdatedAt = u.PasswordChangedAt.UTC(), u.CreatedAt.UTC(), u.UpdatedAt.UTC()
 	u.TokensRevokedAt = nullTime(revoked)
 	u.MFAEnabledAt = nullTime(mfaOn)
+	u.EmailVerifiedAt = nullTime(mailOK)
 	return &u, nil
 }
 
@@ -54,10 +56,10 @@ func (s *UserStore) CreateUser(ctx context.Context, u *auth.User) error {
 			return err
 		}
 		err := tx.QueryRowContext(ctx, `INSERT INTO users
-			(username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			(username, email, password_hash, role, is_active, password_changed_at, created_at, updated_at, email_verified_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
 			u.Username, u.Email, u.PasswordHash, u.Role, u.IsActive,
-			u.PasswordChangedAt.UTC(), u.CreatedAt.UTC(), u.UpdatedAt.UTC()).Scan(&u.ID)
+			u.PasswordChangedAt.UTC(), u.CreatedAt.UTC(), u.UpdatedAt.UTC(), timeArg(u.EmailVerifiedAt)).Scan(&u.ID)
 		return translate(err)
 	})
 	if errors.Is(err, ErrUnique) {
@@ -191,9 +193,10 @@ func (s *UserStore) UpdateUser(ctx context.Context, id int64, change auth.UserCh
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE users SET username = $1, email = $2, password_hash = $3, role = $4,
-			is_active = $5, password_changed_at = $6, updated_at = $7, tokens_revoked_at = $8 WHERE id = $9`,
+			is_active = $5, password_changed_at = $6, updated_at = $7, tokens_revoked_at = $8, email_verified_at = $9
+			WHERE id = $10`,
 			u.Username, u.Email, u.PasswordHash, u.Role, u.IsActive, u.PasswordChangedAt.UTC(), u.UpdatedAt.UTC(),
-			timeArg(u.TokensRevokedAt), u.ID)
+			timeArg(u.TokensRevokedAt), timeArg(u.EmailVerifiedAt), u.ID)
 		if err = translate(err); errors.Is(err, ErrUnique) {
 			return errs.E(errs.Conflict, "Username or email already registered")
 		}

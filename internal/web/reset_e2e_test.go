@@ -7,6 +7,7 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
 )
 
 // TestBrowserPasswordReset drives headless Chromium through e2e/reset.mjs:
@@ -41,5 +42,38 @@ func TestBrowserPasswordReset(t *testing.T) {
 		"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_MAILPIT=" + mp.HTTPURL(),
 		"TUXLAB_E2E_USER=" + ada.Username + ":" + ada.Email + ":" + apitest.Password,
+	})
+}
+
+// TestBrowserEmailVerification drives headless Chromium through
+// e2e/verify.mjs against a server that requires a confirmed address: sign
+// up, the refused sign-in with its "send the link again", the mail from a
+// real SMTP server (Mailpit), the /verify-email page, and signing in.
+func TestBrowserEmailVerification(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a browser test")
+	}
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
+		return
+	}
+	mp := apitest.NewMailpit(t, false)
+	e := apitest.New(t, "sqlite", apitest.WithSMTP(mp.URL(), "https://learn.tuxlab.org"),
+		func(c *config.Config) { c.RequireEmailVerification = true })
+	e.RunMail()
+
+	shots := os.Getenv("TUXLAB_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
+	}
+	shots, _ = filepath.Abs(filepath.Join(shots, "verify"))
+	os.RemoveAll(shots)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runScript(t, node, e2e, "verify.mjs", e.URL, shots, []string{
+		"CHROMIUM=" + chromium,
+		"TUXLAB_E2E_MAILPIT=" + mp.HTTPURL(),
 	})
 }

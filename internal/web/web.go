@@ -40,6 +40,7 @@ var PagePaths = []string{
 	"/signup",
 	"/forgot-password",
 	"/reset-password",
+	"/verify-email",
 	"/lessons/{id}",
 	"/labs/{id}",
 	"/exams",

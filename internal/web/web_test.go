@@ -36,7 +36,7 @@ func TestPages(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, "sqlite")
 	var shell []byte
-	for _, p := range []string{"/", "/signin", "/signup", "/forgot-password", "/reset-password", "/lessons/12", "/labs/3", "/exams", "/exams/7", "/dashboard", "/profile", "/admin"} {
+	for _, p := range []string{"/", "/signin", "/signup", "/forgot-password", "/reset-password", "/verify-email", "/lessons/12", "/labs/3", "/exams", "/exams/7", "/dashboard", "/profile", "/admin"} {
 		r := get(e, p).Expect(t, http.StatusOK)
 		if ct := r.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
 			t.Errorf("%s: Content-Type %q", p, ct)

@@ -20,6 +20,7 @@ const routes = [
   { re: /^\/signup$/, page: authPages.signup },
   { re: /^\/forgot-password$/, page: authPages.forgot },
   { re: /^\/reset-password$/, page: authPages.reset },
+  { re: /^\/verify-email$/, page: authPages.verify },
   { re: /^\/lessons\/(\d+)$/, page: lesson.render, auth: true, nav: "learn", wide: true },
   { re: /^\/labs\/(\d+)$/, page: lab.render, auth: true, nav: "learn", wide: true },
   { re: /^\/exams$/, page: exams.list, auth: true, nav: "exams" },

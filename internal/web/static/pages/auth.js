@@ -1,4 +1,5 @@
-// Sign in, sign up, and a forgotten password's reset by e-mail.
+// Sign in, sign up, a forgotten password's reset by e-mail, and the
+// confirmation of a new account's e-mail address.
 import { api } from "../api.js";
 import { h, clear, toast } from "../dom.js";
 
@@ -15,6 +16,26 @@ function nextPath(ctx) {
 /** MFA_NEEDED is the login's 401 detail when the account has two-factor
  * sign-in on and no code came with the password (docs/mfa.md). */
 const MFA_NEEDED = "Two-factor code required";
+
+/** UNVERIFIED is the login's 403 detail for an account whose e-mail address
+ * is not confirmed yet, on a server that requires it (docs/accounts.md). */
+const UNVERIFIED = "Confirm your e-mail address: we sent you a link";
+
+function isUnverified(e) {
+  return e.status === 403 && e.body && e.body.detail === UNVERIFIED;
+}
+
+/** checkMail replaces the page with "check your mail" for address (when
+ * known) and a button that sends the confirmation link again. */
+function checkMail(ctx, address) {
+  clear(ctx.main, h("div", { class: "auth" }, pitch(), h("section", { class: "card auth-form", "aria-labelledby": "check-title" },
+    h("h1", { id: "check-title" }, "Check your mail"),
+    h("p", null, "We sent a link to confirm ", address ? h("strong", null, address) : "your e-mail address",
+      ". Open it within 24 hours, then sign in."),
+    h("p", { class: "muted" }, "Nothing after a few minutes? Look in your spam folder, or send the link again."),
+    h("p", { class: "alt" }, h("a", { href: "/verify-email", class: "button" }, "Send the link again")),
+    h("p", { class: "alt" }, h("a", { href: "/signin" }, "Back to sign in")))));
+}
 
 async function logIn(ctx, username, password, otp) {
   // The server sets the session cookies; the token in the body is left alone.
@@ -67,14 +88,17 @@ export async function signin(ctx) {
   // The code field appears when the server says the account needs one.
   const otp = field("Two-factor code (from your app, or a recovery code)", { name: "otp", autocomplete: "one-time-code", inputmode: "text" });
   otp.hidden = true;
+  const resend = h("a", { href: "/verify-email", class: "button" }, "Send the link again");
+  resend.hidden = true;
   form(ctx, {
     title: "Sign in", submit: "Sign in",
     intro: "Learn Linux administration in a real shell in your browser.",
     fields: [field("Username", { name: "username", autocomplete: "username", required: true }),
       field("Password", { name: "password", type: "password", autocomplete: "current-password", required: true }), otp],
     alt: ["New here? ", h("a", { href: "/signup" + location.search }, "Create an account")],
-    extra: h("a", { href: "/forgot-password" }, "Forgot your password?"),
+    extra: [h("a", { href: "/forgot-password" }, "Forgot your password?"), resend],
     onsubmit: async (v) => {
+      resend.hidden = true;
       try {
         await logIn(ctx, v.username.trim(), v.password, otp.hidden ? "" : (v.otp || "").trim());
       } catch (e) {
@@ -82,6 +106,8 @@ export async function signin(ctx) {
           otp.hidden = false;
           otp.querySelector("input").focus();
         }
+        // The server wants the address confirmed: offer a new link.
+        if (isUnverified(e)) resend.hidden = false;
         throw e;
       }
     },
@@ -138,7 +164,44 @@ export async function reset(ctx) {
   });
 }
 
-/** signup is the registration page; it signs the new learner in. */
+/** verify confirms a new account's e-mail address with the token of the
+ * link in the mail, which leaves the address bar at once as on
+ * /reset-password. Without a token it asks for a new link. */
+export async function verify(ctx) {
+  ctx.title("Confirm your e-mail address");
+  const token = ctx.query.get("token") || "";
+  if (token) history.replaceState(null, "", "/verify-email");
+  if (!token) {
+    form(ctx, {
+      title: "Send the link again", submit: "Send me a link",
+      intro: "Give the e-mail address you signed up with: we send a new link to confirm it.",
+      fields: [field("E-mail", { name: "email", type: "email", autocomplete: "email", required: true })],
+      alt: ["Confirmed already? ", h("a", { href: "/signin" }, "Sign in")],
+      onsubmit: async (v) => {
+        await api("POST", "/api/auth/resend-verification", { body: { email: v.email.trim() }, noSignOut: true });
+        checkMail(ctx, v.email.trim());
+      },
+    });
+    return;
+  }
+  const status = h("p", { role: "status" }, "Confirming your address...");
+  const card = h("section", { class: "card auth-form", "aria-labelledby": "verify-title" },
+    h("h1", { id: "verify-title" }, "Confirm your e-mail address"), status);
+  clear(ctx.main, h("div", { class: "auth" }, pitch(), card));
+  try {
+    const r = await api("POST", "/api/auth/verify-email", { body: { token }, noSignOut: true });
+    status.textContent = r.detail;
+    card.append(h("p", { class: "alt" }, h("a", { href: "/signin", class: "button" }, "Sign in")));
+  } catch (e) {
+    status.className = "error";
+    status.setAttribute("role", "alert");
+    status.textContent = e.message;
+    card.append(h("p", { class: "alt" }, h("a", { href: "/verify-email", class: "button" }, "Send the link again")));
+  }
+}
+
+/** signup is the registration page; it signs the new learner in, or, when
+ * the server requires a confirmed address, says to check the mail. */
 export async function signup(ctx) {
   ctx.title("Sign up");
   if (ctx.me) { ctx.go("/", { replace: true }); return; }
@@ -151,7 +214,12 @@ export async function signup(ctx) {
     alt: ["Have an account? ", h("a", { href: "/signin" + location.search }, "Sign in")],
     onsubmit: async (v) => {
       await api("POST", "/api/auth/register", { body: { username: v.username.trim(), email: v.email.trim(), password: v.password }, noSignOut: true });
-      await logIn(ctx, v.username.trim(), v.password);
+      try {
+        await logIn(ctx, v.username.trim(), v.password);
+      } catch (e) {
+        if (!isUnverified(e)) throw e;
+        checkMail(ctx, v.email.trim());
+      }
     },
   });
 }

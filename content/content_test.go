@@ -39,8 +39,8 @@ func TestBundledContentShape(t *testing.T) {
 	byModule := map[string]*lab.File{}
 	for _, l := range labs {
 		byModule[l.Module] = l
-		if len(l.Tasks) < 3 || strings.TrimSpace(l.Solution) == "" || l.Template != "Debian" && l.Template != sandbox.MachineTemplateName {
-			t.Errorf("%s: %d tasks, solution %t, template %q", l.Path, len(l.Tasks), l.Solution != "", l.Template)
+		if len(l.Tasks) < 3 || !hasSolution(l) || l.Template != "Debian" && l.Template != sandbox.MachineTemplateName {
+			t.Errorf("%s: %d tasks, solution %t, template %q", l.Path, len(l.Tasks), hasSolution(l), l.Template)
 		}
 		for _, task := range l.Tasks {
 			if task.Hint == "" || task.Description == "" {
@@ -147,7 +147,14 @@ func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 	if err != nil {
 		t.Fatalf("start (with its setup): %v", err)
 	}
-	t.Cleanup(func() { e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID) })
+	t.Cleanup(func() {
+		for _, m := range at.Machines {
+			if m.ContainerID != nil && *m.ContainerID != *at.ContainerID {
+				e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *m.ContainerID)
+			}
+		}
+		e.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), *at.ContainerID)
+	})
 
 	fresh, err := e.App.Labs.Check(ctx, a, l.ID)
 	if err != nil {
@@ -158,16 +165,18 @@ func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 			t.Errorf("task %d %q on a fresh sandbox: passed %t, feedback %q, timed out %t\n%s", i, r.Title, r.Passed, r.Feedback, r.TimedOut, r.Output)
 		}
 	}
-	c, err := e.App.Sandboxes.Get(ctx, a, *at.ContainerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: l.Solution, Timeout: time.Minute})
-	if err != nil {
-		t.Fatalf("solution: %v", err)
-	}
-	if !ran[0].OK() {
-		t.Fatalf("solution: %s", ran[0].Transcript())
+	for _, s := range solutions(l.Solution, l.Machines, at.ContainerID, at.Machines) {
+		c, err := e.App.Sandboxes.Get(ctx, a, s.containerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, err := e.App.Sandboxes.ExecIn(ctx, c, sandbox.Script{Text: s.text, Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("solution of %s: %v", s.where, err)
+		}
+		if !ran[0].OK() {
+			t.Fatalf("solution of %s: %s", s.where, ran[0].Transcript())
+		}
 	}
 	done, err := e.App.Labs.Submit(ctx, a, l.ID)
 	if err != nil {
@@ -388,6 +397,10 @@ func TestBundledPublicViewsCarryNoSecrets(t *testing.T) {
 	for _, l := range labs {
 		apitest.RegisterSecret(l.Setup, l.Slug+" setup")
 		apitest.RegisterSecret(l.Solution, l.Slug+" solution")
+		for _, m := range l.Machines {
+			apitest.RegisterSecret(m.Setup, l.Slug+" setup of "+m.Name)
+			apitest.RegisterSecret(m.Solution, l.Slug+" solution of "+m.Name)
+		}
 		for _, task := range l.Tasks {
 			apitest.RegisterSecret(task.Check, l.Slug+" check of "+task.Title)
 		}
@@ -435,4 +448,46 @@ func requireTemplate(t *testing.T, e *apitest.Env, templateID int64) {
 			apitest.RequireMachines(t)
 		}
 	}
+}
+
+// hasSolution says whether lab file l has a solution: its own, or one on
+// some machine of a lab of several.
+func hasSolution(l *lab.File) bool {
+	if strings.TrimSpace(l.Solution) != "" {
+		return true
+	}
+	for _, m := range l.Machines {
+		if strings.TrimSpace(m.Solution) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// solutionRun is one solution script and the sandbox it runs in.
+type solutionRun struct {
+	where       string // the machine's name, or "the sandbox"
+	text        string
+	containerID int64
+}
+
+// solutions lists, in the lab's order, the solutions an attempt runs: the
+// lab's own in its one sandbox, or each machine's in that machine's sandbox
+// (machines without a solution are left out).
+func solutions(own string, machines []lab.Machine, containerID *int64, attempted []lab.AttemptMachine) []solutionRun {
+	if len(machines) == 0 {
+		return []solutionRun{{"the sandbox", own, *containerID}}
+	}
+	var runs []solutionRun
+	for _, m := range machines {
+		if strings.TrimSpace(m.Solution) == "" {
+			continue
+		}
+		for _, am := range attempted {
+			if am.Name == m.Name && am.ContainerID != nil {
+				runs = append(runs, solutionRun{m.Name, m.Solution, *am.ContainerID})
+			}
+		}
+	}
+	return runs
 }

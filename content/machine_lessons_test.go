@@ -34,6 +34,12 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 		{"sudo swapon /swapfile", "read swap header failed"},
 		{"sudo systemctl start backup.mount", "Unit backup.mount"},
 	},
+	"firewall-machine-concepts": {
+		{"sudo nft add rule inet demo input tcp dport 22 accept", "No such file or directory"},
+	},
+	"firewall-machine-persistent": {
+		{"systemctl is-enabled nftables", "disabled"},
+	},
 	"storage-machine-luks": {
 		{"printf 'wrong passphrase' | sudo cryptsetup open --key-file=- /dev/vdc secret", "No key available"},
 	},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,11 @@ type labAttemptBody struct {
 	Score       int              `json:"score"`
 	Passed      bool             `json:"passed"`
 	Tasks       []taskResultBody `json:"tasks"`
+	// Machines are the sandboxes of a lab of several, in the lab's order.
+	Machines []struct {
+		Name        string  `json:"name"`
+		TerminalURL *string `json:"terminal_url"`
+	} `json:"machines"`
 }
 
 // TestLabsPlayedThroughTheTerminal: one learner plays every bundled
@@ -105,12 +111,14 @@ func playLab(t *testing.T, e *apitest.Env, u *apitest.User, id int64) {
 		}
 	}
 
-	term := e.OpenTerminal(t, *started.TerminalURL, u.Token, 160, 48)
-	if run := term.TypeScript(l.Solution, typedWithin); run.Code != 0 {
-		t.Fatalf("the solution typed into the terminal exited with %d (the terminal ended first: %t):\n%s", run.Code, run.Ended, run.Transcript)
+	for _, s := range typedSolutions(t, l, started) {
+		term := e.OpenTerminal(t, s.url, u.Token, 160, 48)
+		if run := term.TypeScript(s.text, typedWithin); run.Code != 0 {
+			t.Fatalf("the solution typed into the terminal of %s exited with %d (the terminal ended first: %t):\n%s", s.where, run.Code, run.Ended, run.Transcript)
+		}
+		term.Hangup()
+		e.WaitTerminalsClosed(t, closedWithin)
 	}
-	term.Hangup()
-	e.WaitTerminalsClosed(t, closedWithin)
 
 	var done labAttemptBody
 	e.Do(apitest.Request{Method: "POST", Path: path + "submit", Token: u.Token}).Expect(t, http.StatusOK).JSON(t, &done)
@@ -306,4 +314,32 @@ func submitExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam, at 
 		t.Fatalf("%d questions graded of %d", len(res.Questions), len(x.Questions))
 	}
 	return &res
+}
+
+// typedSolution is a solution and the terminal it is typed into.
+type typedSolution struct{ where, text, url string }
+
+// typedSolutions lists, in the lab's order, the solutions to type: the lab's
+// own into its one sandbox's terminal, or each machine's into that machine's
+// (machines without a solution are left out).
+func typedSolutions(t *testing.T, l *lab.Lab, started labAttemptBody) []typedSolution {
+	t.Helper()
+	if len(l.Machines) == 0 {
+		return []typedSolution{{"the sandbox", l.Solution, *started.TerminalURL}}
+	}
+	if len(started.Machines) != len(l.Machines) {
+		t.Fatalf("the attempt shows %d machines, the lab has %d", len(started.Machines), len(l.Machines))
+	}
+	var out []typedSolution
+	for i, m := range l.Machines {
+		if strings.TrimSpace(m.Solution) == "" {
+			continue
+		}
+		am := started.Machines[i]
+		if am.Name != m.Name || am.TerminalURL == nil {
+			t.Fatalf("machine %d of the attempt: %q with terminal %v, the lab's is %q", i, am.Name, am.TerminalURL, m.Name)
+		}
+		out = append(out, typedSolution{m.Name, m.Solution, *am.TerminalURL})
+	}
+	return out
 }

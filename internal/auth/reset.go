@@ -14,15 +14,40 @@ import (
 	"tuxlab/internal/mail"
 )
 
-// PasswordReset is a one-time password reset token as the store keeps it:
-// the SHA-256 of the token, never the token, which only the mail carries.
-type PasswordReset struct {
+// OneTimeToken is a mailed link's token as the store keeps it: only the
+// hex SHA-256 of the token, whose account it is, when it expires and when
+// it was used. Password reset and e-mail verification each keep theirs in
+// a table of their own, so a link of one can never serve the other.
+type OneTimeToken struct {
 	ID        int64
 	UserID    int64
 	TokenHash string // hex
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	CreatedAt time.Time
+}
+
+// PasswordReset is a password reset link's token.
+type PasswordReset = OneTimeToken
+
+// tokenErrors are what a link answers when its token is unknown, used or
+// expired.
+type tokenErrors struct{ unknown, used, expired error }
+
+// usableToken returns t, as the store found it by its hash (err: the
+// store's answer), if it may still be used at now.
+func usableToken(t *OneTimeToken, err error, now time.Time, e tokenErrors) (*OneTimeToken, error) {
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return nil, e.unknown
+	case err != nil:
+		return nil, err
+	case t.UsedAt != nil:
+		return nil, e.used
+	case !now.Before(t.ExpiresAt):
+		return nil, e.expired
+	}
+	return t, nil
 }
 
 // ResetStore keeps password reset tokens. Its writes join the transaction
@@ -220,19 +245,7 @@ func (r *Resets) Reset(ctx context.Context, token, password string) error {
 // usable returns the reset with token hash hash if it may still be used at now.
 func (r *Resets) usable(ctx context.Context, hash string, now time.Time) (*PasswordReset, error) {
 	pr, err := r.store.FindPasswordReset(ctx, hash)
-	if errs.Is(err, errs.NotFound) {
-		return nil, ErrResetUnknown
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case pr.UsedAt != nil:
-		return nil, ErrResetUsed
-	case !now.Before(pr.ExpiresAt):
-		return nil, ErrResetExpired
-	}
-	return pr, nil
+	return usableToken(pr, err, now, tokenErrors{ErrResetUnknown, ErrResetUsed, ErrResetExpired})
 }
 
 // resetMail is the mail that carries token to email.
@@ -249,9 +262,13 @@ func (r *Resets) resetMail(email, username, token string) mail.Message {
 	return mail.Message{To: email, Subject: "Reset your tuxlab password", Body: b.String()}
 }
 
+// ttlWords says how long a mailed link is valid, for its mail.
 func ttlWords(d time.Duration) string {
-	if d == time.Hour {
+	switch d {
+	case time.Hour:
 		return "an hour"
+	case 24 * time.Hour:
+		return "24 hours"
 	}
 	return d.String()
 }

@@ -10,17 +10,8 @@ import (
 	"tuxlab/internal/mail"
 )
 
-// EmailVerification is a one-time e-mail verification token as the store
-// keeps it: the SHA-256 of the token, never the token, which only the mail
-// carries.
-type EmailVerification struct {
-	ID        int64
-	UserID    int64
-	TokenHash string // hex
-	ExpiresAt time.Time
-	UsedAt    *time.Time
-	CreatedAt time.Time
-}
+// EmailVerification is an e-mail verification link's token.
+type EmailVerification = OneTimeToken
 
 // VerificationStore keeps e-mail verification tokens. Its writes join the
 // transaction ctx carries (InTx).
@@ -131,16 +122,9 @@ func (v *Verifications) send(ctx context.Context, u *User, token, hash string) e
 	var b strings.Builder
 	fmt.Fprintf(&b, "Hello %s,\n\n", u.Username)
 	fmt.Fprintf(&b, "Someone (we hope you) created a tuxlab account at %s with this address.\n\n", v.publicURL)
-	fmt.Fprintf(&b, "To confirm it and sign in, open this link within %s:\n\n%s\n\n", verifyTTLWords(v.ttl), link)
+	fmt.Fprintf(&b, "To confirm it and sign in, open this link within %s:\n\n%s\n\n", ttlWords(v.ttl), link)
 	b.WriteString("If you did not create this account, ignore this mail: nobody can sign in with it.\n")
 	return v.mail.Enqueue(ctx, mail.Message{To: u.Email, Subject: "Confirm your tuxlab e-mail address", Body: b.String()})
-}
-
-func verifyTTLWords(d time.Duration) string {
-	if d == 24*time.Hour {
-		return "24 hours"
-	}
-	return d.String()
 }
 
 // Resend mails a new verification link to the unverified account with
@@ -204,17 +188,5 @@ func (v *Verifications) Verify(ctx context.Context, token string) error {
 // usable returns the verification with token hash hash if it may still be used at now.
 func (v *Verifications) usable(ctx context.Context, hash string, now time.Time) (*EmailVerification, error) {
 	ev, err := v.store.FindEmailVerification(ctx, hash)
-	if errs.Is(err, errs.NotFound) {
-		return nil, ErrVerifyUnknown
-	}
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case ev.UsedAt != nil:
-		return nil, ErrVerifyUsed
-	case !now.Before(ev.ExpiresAt):
-		return nil, ErrVerifyExpired
-	}
-	return ev, nil
+	return usableToken(ev, err, now, tokenErrors{ErrVerifyUnknown, ErrVerifyUsed, ErrVerifyExpired})
 }

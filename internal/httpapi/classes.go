@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/class"
 	"tuxlab/internal/errs"
 )
@@ -21,9 +23,9 @@ func (s *Server) classRoutes() []route {
 		{"POST", "/api/classes", instructor, s.handleCreateClass, docCreateClass},
 		{"POST", "/api/classes/join", user, s.handleJoinClass, docJoinClass},
 		{"GET", "/api/classes/{id}", user, s.handleClass, docClass},
-		{"DELETE", "/api/classes/{id}", instructor, s.handleDeleteClass, docDeleteClass},
+		{"DELETE", "/api/classes/{id}", instructor, s.classStep(s.classes.Delete, "Class deleted"), docDeleteClass},
 		{"POST", "/api/classes/{id}/code", instructor, s.handleRotateClassCode, docRotateClassCode},
-		{"DELETE", "/api/classes/{id}/membership", user, s.handleLeaveClass, docLeaveClass},
+		{"DELETE", "/api/classes/{id}/membership", user, s.classStep(s.classes.Leave, "You left the class"), docLeaveClass},
 		{"GET", "/api/classes/{id}/learners", instructor, s.handleClassLearners, docClassLearners},
 		{"GET", "/api/classes/{id}/learners.csv", instructor, s.handleClassLearnersCSV, docClassLearnersCSV},
 		{"DELETE", "/api/classes/{id}/learners/{user_id}", instructor, s.handleRemoveLearner, docRemoveLearner},
@@ -129,16 +131,20 @@ func (s *Server) handleClass(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) handleDeleteClass(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
+// classStep returns the handler of a route that does one thing to class
+// {id} for its caller and answers with detail and the class's id.
+func (s *Server) classStep(do func(ctx context.Context, caller actor.Actor, id int64) error, detail string) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		if err := do(r.Context(), callerOf(r), id); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"detail": detail, "id": id})
+		return nil
 	}
-	if err := s.classes.Delete(r.Context(), callerOf(r), id); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"detail": "Class deleted", "id": id})
-	return nil
 }
 
 func (s *Server) handleRotateClassCode(w http.ResponseWriter, r *http.Request) error {
@@ -151,18 +157,6 @@ func (s *Server) handleRotateClassCode(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	writeJSON(w, http.StatusOK, newClassResponse(&class.Membership{Class: c, Teaching: true}))
-	return nil
-}
-
-func (s *Server) handleLeaveClass(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	if err := s.classes.Leave(r.Context(), callerOf(r), id); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"detail": "You left the class", "id": id})
 	return nil
 }
 

@@ -24,6 +24,12 @@ const forgotSent = "If an account has this address, a mail with a link to reset 
 // resetDone is reset-password's answer.
 const resetDone = "Password changed: sign in with your new password"
 
+// resendSent is resend-verification's one answer, whether the address is known or not.
+const resendSent = "If an account that is not confirmed yet has this address, a new confirmation link is on its way. It works once, for 24 hours."
+
+// verifyDone is verify-email's answer.
+const verifyDone = "E-mail address confirmed: you can sign in"
+
 // resetsOn returns an error when password reset is off (no mail server).
 func (s *Server) resetsOn() error {
 	if s.resets == nil || !s.resets.Enabled() {
@@ -31,71 +37,6 @@ func (s *Server) resetsOn() error {
 	}
 	return nil
 }
-
-type forgotPasswordRequest struct {
-	Email *string `json:"email"`
-}
-
-// handleForgotPassword mails a reset link to the account with the address,
-// if there is one; the answer is the same either way.
-func (s *Server) handleForgotPassword(w http.ResponseWriter, r *http.Request) error {
-	if err := s.resetsOn(); err != nil {
-		return err
-	}
-	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
-		return err
-	}
-	var req forgotPasswordRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	var f errs.Fields
-	requireField(&f, "email", req.Email)
-	if err := f.Err(); err != nil {
-		return err
-	}
-	if err := s.resets.Forgot(r.Context(), *req.Email); err != nil {
-		return errs.In("body", err)
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"detail": forgotSent})
-	return nil
-}
-
-type resetPasswordRequest struct {
-	Token       *string `json:"token"`
-	NewPassword *string `json:"new_password"`
-}
-
-// handleResetPassword sets a new password with a reset token from a mail.
-func (s *Server) handleResetPassword(w http.ResponseWriter, r *http.Request) error {
-	if err := s.resetsOn(); err != nil {
-		return err
-	}
-	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
-		return err
-	}
-	var req resetPasswordRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	var f errs.Fields
-	requireField(&f, "token", req.Token)
-	requireField(&f, "new_password", req.NewPassword)
-	if err := f.Err(); err != nil {
-		return err
-	}
-	if err := s.resets.Reset(r.Context(), *req.Token, *req.NewPassword); err != nil {
-		return errs.In("body", err)
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"detail": resetDone})
-	return nil
-}
-
-// resendSent is resend-verification's one answer, whether the address is known or not.
-const resendSent = "If an account that is not confirmed yet has this address, a new confirmation link is on its way. It works once, for 24 hours."
-
-// verifyDone is verify-email's answer.
-const verifyDone = "E-mail address confirmed: you can sign in"
 
 // verificationsOn returns an error when e-mail verification is off.
 func (s *Server) verificationsOn() error {
@@ -105,55 +46,92 @@ func (s *Server) verificationsOn() error {
 	return nil
 }
 
-type verifyEmailRequest struct {
-	Token *string `json:"token"`
+// accountRequest is the body of the account routes; each route requires
+// its own fields and ignores the others.
+type accountRequest struct {
+	Email       *string `json:"email"`
+	Token       *string `json:"token"`
+	NewPassword *string `json:"new_password"`
+}
+
+// field returns the body field called name.
+func (a *accountRequest) field(name string) *string {
+	switch name {
+	case "email":
+		return a.Email
+	case "token":
+		return a.Token
+	case "new_password":
+		return a.NewPassword
+	}
+	panic("httpapi: no account request field " + name)
+}
+
+// readAccountRequest does what every account route does before its own
+// step: the feature is on, the caller's address is within its rate, and
+// the body has the fields the route requires (a 422 names each one missing).
+func (s *Server) readAccountRequest(r *http.Request, on func() error, required ...string) (*accountRequest, error) {
+	if err := on(); err != nil {
+		return nil, err
+	}
+	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
+		return nil, err
+	}
+	var req accountRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	var f errs.Fields
+	for _, name := range required {
+		requireField(&f, name, req.field(name))
+	}
+	return &req, f.Err()
+}
+
+// answerAccount writes an account route's answer once its step is done; a
+// step's error belongs to the body.
+func answerAccount(w http.ResponseWriter, err error, detail string) error {
+	if err != nil {
+		return errs.In("body", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"detail": detail})
+	return nil
+}
+
+// handleForgotPassword mails a reset link to the account with the address,
+// if there is one; the answer is the same either way.
+func (s *Server) handleForgotPassword(w http.ResponseWriter, r *http.Request) error {
+	req, err := s.readAccountRequest(r, s.resetsOn, "email")
+	if err != nil {
+		return err
+	}
+	return answerAccount(w, s.resets.Forgot(r.Context(), *req.Email), forgotSent)
+}
+
+// handleResetPassword sets a new password with a reset token from a mail.
+func (s *Server) handleResetPassword(w http.ResponseWriter, r *http.Request) error {
+	req, err := s.readAccountRequest(r, s.resetsOn, "token", "new_password")
+	if err != nil {
+		return err
+	}
+	return answerAccount(w, s.resets.Reset(r.Context(), *req.Token, *req.NewPassword), resetDone)
 }
 
 // handleVerifyEmail confirms an account's address with the token of its mail.
 func (s *Server) handleVerifyEmail(w http.ResponseWriter, r *http.Request) error {
-	if err := s.verificationsOn(); err != nil {
+	req, err := s.readAccountRequest(r, s.verificationsOn, "token")
+	if err != nil {
 		return err
 	}
-	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
-		return err
-	}
-	var req verifyEmailRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	var f errs.Fields
-	requireField(&f, "token", req.Token)
-	if err := f.Err(); err != nil {
-		return err
-	}
-	if err := s.verifications.Verify(r.Context(), *req.Token); err != nil {
-		return errs.In("body", err)
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"detail": verifyDone})
-	return nil
+	return answerAccount(w, s.verifications.Verify(r.Context(), *req.Token), verifyDone)
 }
 
 // handleResendVerification mails a new confirmation link to the unconfirmed
 // account with the address, if there is one; the answer is the same either way.
 func (s *Server) handleResendVerification(w http.ResponseWriter, r *http.Request) error {
-	if err := s.verificationsOn(); err != nil {
+	req, err := s.readAccountRequest(r, s.verificationsOn, "email")
+	if err != nil {
 		return err
 	}
-	if err := s.auth.RateLimitIP(s.clientIP(r)); err != nil {
-		return err
-	}
-	var req forgotPasswordRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	var f errs.Fields
-	requireField(&f, "email", req.Email)
-	if err := f.Err(); err != nil {
-		return err
-	}
-	if err := s.verifications.Resend(r.Context(), *req.Email); err != nil {
-		return errs.In("body", err)
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"detail": resendSent})
-	return nil
+	return answerAccount(w, s.verifications.Resend(r.Context(), *req.Email), resendSent)
 }

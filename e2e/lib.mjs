@@ -100,3 +100,18 @@ export const solveLabOne = [
   "cp incoming/app.conf webapp/shared/config/app.conf && mv incoming/index.html webapp/releases/v2/ && ln -s releases/v2 webapp/current && " +
     "ln webapp/shared/config/app.conf webapp/releases/v2/app.conf && rm -- incoming/-old.txt && rm -r incoming/cache && echo solved-$((2+1))",
 ];
+
+/**
+ * mailTo waits (up to 30 s) for a mail to address on the Mailpit server at
+ * mailpit (its HTTP API's base URL) and returns the mail's text.
+ */
+export async function mailTo(mailpit, address) {
+  const deadline = Date.now() + 30000;
+  while (Date.now() < deadline) {
+    const list = await (await fetch(`${mailpit}/api/v1/messages`)).json();
+    const m = (list.messages || []).find((x) => (x.To || []).some((t) => t.Address.toLowerCase() === address.toLowerCase()));
+    if (m) return (await (await fetch(`${mailpit}/api/v1/message/${encodeURIComponent(m.ID)}`)).json()).Text;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no mail to ${address} within 30 s`);
+}

@@ -10,7 +10,7 @@
 // The account must exist; the mail's link may point to another public
 // address (TUXLAB_PUBLIC_URL): its path and query are opened on BASE_URL.
 import { summary as axeSummary } from "./axe.mjs";
-import { launch, harness, expect } from "./lib.mjs";
+import { launch, harness, expect, mailTo } from "./lib.mjs";
 
 const base = (process.argv[2] || "").replace(/\/$/, "");
 const mailpit = (process.env.TUXLAB_E2E_MAILPIT || "").replace(/\/$/, "");
@@ -27,18 +27,6 @@ const context = await browser.newContext({ viewport: { width: 1280, height: 800 
 context.setDefaultTimeout(30000);
 const page = await context.newPage();
 const { step, shot, check } = harness(browser, page, shots);
-
-/** mailTo waits (up to 30 s) for a mail to address and returns its text. */
-async function mailTo(address) {
-  const deadline = Date.now() + 30000;
-  while (Date.now() < deadline) {
-    const list = await (await fetch(`${mailpit}/api/v1/messages`)).json();
-    const m = (list.messages || []).find((x) => (x.To || []).some((t) => t.Address.toLowerCase() === address.toLowerCase()));
-    if (m) return (await (await fetch(`${mailpit}/api/v1/message/${encodeURIComponent(m.ID)}`)).json()).Text;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no mail to ${address} within 30 s`);
-}
 
 /** submit clicks the form's button and waits for its error line to say something matching re. */
 async function expectError(re) {
@@ -66,7 +54,7 @@ await step("ask for a reset mail from the sign-in page", async () => {
 });
 
 await step("the mail carries a link to /reset-password", async () => {
-  const text = await mailTo(email);
+  const text = await mailTo(mailpit, email);
   const m = /(https?:\/\/[^\s/]+)(\/reset-password\?token=[A-Za-z0-9_-]{43})\b/.exec(text);
   expect(m, `no reset link in the mail:\n${text}`);
   linkPath = m[2];

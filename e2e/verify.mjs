@@ -8,7 +8,7 @@
 //
 //   TUXLAB_E2E_MAILPIT=http://127.0.0.1:8025 node e2e/verify.mjs http://127.0.0.1:8000
 import { summary as axeSummary } from "./axe.mjs";
-import { launch, harness, expect } from "./lib.mjs";
+import { launch, harness, expect, mailTo } from "./lib.mjs";
 
 const base = (process.argv[2] || "").replace(/\/$/, "");
 const mailpit = (process.env.TUXLAB_E2E_MAILPIT || "").replace(/\/$/, "");
@@ -24,18 +24,6 @@ const context = await browser.newContext({ viewport: { width: 1280, height: 800 
 context.setDefaultTimeout(30000);
 const page = await context.newPage();
 const { step, shot, check } = harness(browser, page, shots);
-
-/** mailTo waits (up to 30 s) for a mail to address and returns its text. */
-async function mailTo(address) {
-  const deadline = Date.now() + 30000;
-  while (Date.now() < deadline) {
-    const list = await (await fetch(`${mailpit}/api/v1/messages`)).json();
-    const m = (list.messages || []).find((x) => (x.To || []).some((t) => t.Address.toLowerCase() === address.toLowerCase()));
-    if (m) return (await (await fetch(`${mailpit}/api/v1/message/${encodeURIComponent(m.ID)}`)).json()).Text;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no mail to ${address} within 30 s`);
-}
 
 async function signIn() {
   await page.goto(base + "/signin");
@@ -64,7 +52,7 @@ await step("sign in before confirming: the 403 detail and a new-link button", as
 });
 
 await step("the link opens /verify-email, which confirms", async () => {
-  const text = await mailTo(email);
+  const text = await mailTo(mailpit, email);
   const m = /(https?:\/\/[^\s/]+)(\/verify-email\?token=[A-Za-z0-9_-]{43})\b/.exec(text);
   expect(m, `no confirmation link in the mail:\n${text}`);
   await page.goto(base + m[2]);

@@ -51,15 +51,7 @@ func TestBrowserLearner(t *testing.T) {
 	})
 	admin := e.CreateUser("admin", auth.RoleAdmin)
 
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(shots)
-	os.RemoveAll(shots) // only this run's pictures
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := shotsDir(t, e2e, "")
 
 	// The desktop walk, then the same learner's walk on a phone (a new
 	// user, its own screenshots): one after the other, as the two cores of
@@ -72,7 +64,7 @@ func TestBrowserLearner(t *testing.T) {
 			"TUXLAB_E2E_ADMIN=" + admin.Username + ":" + apitest.Password,
 			"TUXLAB_E2E_IDLE_WARNING=1",
 		}},
-		{"phone", "phone.mjs", filepath.Join(shots, "phone"), nil},
+		{"phone", "phone.mjs", shotsDir(t, e2e, "phone"), nil},
 	}
 	for _, s := range scripts {
 		t.Run(s.name, func(t *testing.T) {
@@ -98,12 +90,7 @@ func TestBrowserClasses(t *testing.T) {
 	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
 	teacher := e.CreateUser("teach", auth.RoleInstructor)
 	learner := e.CreateUser("lea", auth.RoleStudent)
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(filepath.Join(shots, "classes"))
-	os.RemoveAll(shots)
+	shots := shotsDir(t, e2e, "classes")
 	runScript(t, node, e2e, "classes.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_TEACHER=" + teacher.Username + ":" + apitest.Password, "TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password})
 }
@@ -158,16 +145,43 @@ func TestBrowserAuthor(t *testing.T) {
 	e := apitest.New(t, "sqlite")
 	teacher := e.CreateUser("teacher", auth.RoleInstructor)
 	learner := e.CreateUser("learner", auth.RoleStudent)
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(filepath.Join(shots, "author"))
+	shots := shotsDir(t, e2e, "author")
 	runScript(t, node, e2e, "author.mjs", e.URL, shots, []string{
 		"TUXLAB_E2E_INSTRUCTOR=" + teacher.Username + ":" + apitest.Password,
 		"TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password,
 		"CHROMIUM=" + chromium,
 	})
+}
+
+// shotsDir returns the directory for a browser script's screenshots: sub
+// below artifacts/screenshots (or $TUXLAB_SCREENSHOTS), made if missing and
+// emptied of an earlier run's pictures. The directories below it are left
+// alone: they are other scripts', whose tests run beside this one.
+func shotsDir(t *testing.T, e2e, sub string) string {
+	t.Helper()
+	root := os.Getenv("TUXLAB_SCREENSHOTS")
+	if root == "" {
+		root = filepath.Join(e2e, "..", "artifacts", "screenshots")
+	}
+	dir, err := filepath.Abs(filepath.Join(root, sub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if !en.IsDir() {
+			if err := os.Remove(filepath.Join(dir, en.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
 }
 
 // runScript runs node script against url in dir e2e with env added and its

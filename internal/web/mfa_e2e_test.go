@@ -50,15 +50,7 @@ func TestBrowserMFA(t *testing.T) {
 	}
 	e := apitest.New(t, "sqlite")
 	admin := e.CreateUser("admin", auth.RoleAdmin)
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(filepath.Join(shots, "mfa"))
-	os.RemoveAll(shots)
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := shotsDir(t, e2e, "mfa")
 	runScript(t, node, e2e, "mfa.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_ADMIN=" + admin.Username + ":" + apitest.Password})
 }

@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"tuxlab/internal/apitest"
@@ -29,15 +27,7 @@ func TestBrowserPasswordReset(t *testing.T) {
 	e.RunMail()
 	ada := e.CreateUser("ada", auth.RoleStudent)
 
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(filepath.Join(shots, "reset"))
-	os.RemoveAll(shots)
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := shotsDir(t, e2e, "reset")
 	runScript(t, node, e2e, "reset.mjs", e.URL, shots, []string{
 		"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_MAILPIT=" + mp.HTTPURL(),
@@ -63,15 +53,7 @@ func TestBrowserEmailVerification(t *testing.T) {
 		func(c *config.Config) { c.RequireEmailVerification = true })
 	e.RunMail()
 
-	shots := os.Getenv("TUXLAB_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join(e2e, "..", "artifacts", "screenshots")
-	}
-	shots, _ = filepath.Abs(filepath.Join(shots, "verify"))
-	os.RemoveAll(shots)
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := shotsDir(t, e2e, "verify")
 	runScript(t, node, e2e, "verify.mjs", e.URL, shots, []string{
 		"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_MAILPIT=" + mp.HTTPURL(),

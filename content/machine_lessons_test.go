@@ -164,7 +164,6 @@ func TestMachineLessonsTypedInAMachine(t *testing.T) {
 	apitest.RequireMachines(t)
 	mods := machineModules(t)
 	e := apitest.New(t, "sqlite", withBundledCurriculum)
-	u := e.CreateUser("learner", auth.RoleStudent)
 	var templates []struct {
 		ID   int64  `json:"id"`
 		Name string `json:"name"`
@@ -179,8 +178,16 @@ func TestMachineLessonsTypedInAMachine(t *testing.T) {
 	if tid == 0 {
 		t.Fatalf("no template %q", sandbox.MachineTemplateName)
 	}
-	for _, m := range mods {
+	// Modules play side by side, a few at a time: a machine spends most of a
+	// lesson waiting for the next command, and the modules are independent
+	// (each has its own learner and machine).
+	slots := make(chan struct{}, machineModulesAtOnce)
+	for i, m := range mods {
+		u := e.CreateUser(fmt.Sprintf("learner%d", i), auth.RoleStudent)
 		t.Run(m.Slug, func(t *testing.T) {
+			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			var c struct {
 				ID          int64  `json:"id"`
 				TerminalURL string `json:"terminal_url"`
@@ -202,6 +209,10 @@ func TestMachineLessonsTypedInAMachine(t *testing.T) {
 		})
 	}
 }
+
+// machineModulesAtOnce is how many machine modules have their lessons typed
+// at the same time.
+const machineModulesAtOnce = 3
 
 // lessonShell is a learner's terminal in a machine whose prompt carries the
 // exit status of the last command.

@@ -408,6 +408,56 @@ func TestClientShellInATerminal(t *testing.T) {
 	}
 }
 
+// TestClientShellEndedByTheServer: when the server ends the terminal (here
+// the user logged out elsewhere, which revokes every token of theirs), the
+// client restores the terminal, prints the server's reason and exits 1.
+func TestClientShellEndedByTheServer(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	e := apitest.New(t, "sqlite")
+	learner := e.CreateUser("ada", auth.RoleStudent)
+	u := newUser(t)
+	u.login(e, "ada")
+	id := createSandbox(t, e, learner, busybox(t, e))
+
+	master, slave := openPTY(t, 80, 24)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := u.process("shell", fmt.Sprint(id))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	scr := readScreen(master)
+	master.WriteString("echo ready-$((40+2))\r")
+	if _, ok := scr.await(regexp.MustCompile(`ready-42`), 0, time.Minute); !ok {
+		t.Fatalf("the shell did not answer; the terminal shows %q", scr)
+	}
+	// The web page's logout, with a token of the same user.
+	e.Do(apitest.Request{Method: "POST", Path: "/api/auth/logout", Token: e.Token(learner.User)}).Expect(t, 200)
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("tuxlab shell ended with %v, want exit code 1; the terminal shows %q", err, scr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("tuxlab shell did not end after the logout; the terminal shows %q", scr)
+	}
+	if _, ok := scr.await(regexp.MustCompile(`\n\r?tuxlab: the terminal was closed: You logged out`), 0, 10*time.Second); !ok {
+		t.Fatalf("no reason printed; the terminal shows %q", scr)
+	}
+	if after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); err != nil || *after != *before {
+		t.Fatalf("the terminal was left as %+v (%v), not restored to %+v", after, err, before)
+	}
+}
+
 // TestClientLabCheck checks a bundled laboratory from the command line: a
 // fresh attempt's tasks fail, each is listed, and the exit code is 1.
 func TestClientLabCheck(t *testing.T) {

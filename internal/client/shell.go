@@ -59,6 +59,10 @@ func Shell(ctx context.Context, env Env, id int64) error {
 		defer term.Restore(fd, old)
 	}
 	code, reason, err := pump(ctx, env, t, fd, tty)
+	if reason != "" {
+		// The reason is printed on a line of its own, below the shell's prompt.
+		fmt.Fprint(env.Err, "\r\n")
+	}
 	if err != nil {
 		return err
 	}

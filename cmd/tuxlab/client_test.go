@@ -237,7 +237,8 @@ func TestClientSandboxesAndCopy(t *testing.T) {
 	if _, _, err := u.run("", "cp", fmt.Sprintf("%d:/tmp/nothing-here", id), dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("cp of a missing file: %v", err)
 	}
-	if _, _, err := u.run("", "cp", src, fmt.Sprintf("%d:/no/such/dir/x", id)); err == nil || !strings.Contains(err.Error(), "copy to sandbox") {
+	// The sandbox shell's own words (BusyBox's ash here).
+	if _, _, err := u.run("", "cp", src, fmt.Sprintf("%d:/no/such/dir/x", id)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("copy to sandbox %d: ", id)) || !strings.Contains(err.Error(), "can't create /no/such/dir/x") {
 		t.Fatalf("cp to a missing directory: %v", err)
 	}
 	if _, _, err := u.run("", "cp", src, "nowhere"); err == nil || !strings.Contains(err.Error(), "ID:PATH") {

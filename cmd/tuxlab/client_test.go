@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pquerna/otp/totp"
 	"golang.org/x/sys/unix"
 
 	"tuxlab/internal/actor"
@@ -23,6 +24,7 @@ import (
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/store/storetest"
 )
 
 // The client's commands run against the real server (apitest: the real
@@ -497,5 +499,58 @@ func TestClientLabCheck(t *testing.T) {
 		if !strings.Contains(out, "FAIL  "+task.Title+"\n") {
 			t.Fatalf("task %q not reported as failing in %q", task.Title, out)
 		}
+	}
+}
+
+// TestClientLoginTwoFactor: with two-factor sign-in on, login asks for the
+// code the server asks for (here the next line of stdin) and sends the
+// login again with it.
+func TestClientLoginTwoFactor(t *testing.T) {
+	t.Parallel()
+	for _, eng := range storetest.Engines() {
+		t.Run(string(eng), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			now := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			e := apitest.New(t, eng, func(c *config.Config) { c.TOTPNow = clock })
+			clientTwoFactor(t, e, clock, func() { mu.Lock(); now = now.Add(30 * time.Second); mu.Unlock() })
+		})
+	}
+}
+
+// clientTwoFactor is TestClientLoginTwoFactor on e, whose two-factor
+// clock is clock, moved on by tick to the next time step.
+func clientTwoFactor(t *testing.T, e *apitest.Env, clock func() time.Time, tick func()) {
+	ada := e.CreateUser("ada", auth.RoleStudent)
+	var setup struct {
+		Secret string `json:"secret"`
+	}
+	e.Do(apitest.Request{Method: "POST", Path: "/api/auth/mfa/setup", Token: ada.Token}).Expect(t, 200).JSON(t, &setup)
+	code := func(at time.Time) string {
+		c, err := totp.GenerateCode(setup.Secret, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	e.Do(apitest.Request{Method: "POST", Path: "/api/auth/mfa/enable", Token: ada.Token,
+		Body: map[string]string{"code": code(clock())}}).Expect(t, 200)
+	u := newUser(t)
+	if _, _, err := u.run(apitest.Password+"\n", "login", "--server", e.URL, "ada"); err == nil || !strings.Contains(err.Error(), "no two-factor code on stdin") {
+		t.Fatalf("login without a code: %v", err)
+	}
+	_, errOut, exit := u.exec(apitest.Password+"\n000000\n", "login", "--server", e.URL, "ada")
+	if exit != 1 || !strings.Contains(errOut, "Incorrect two-factor code") {
+		t.Fatalf("a wrong code: exit %d, %q", exit, errOut)
+	}
+	// The next time step's code (the one enable used works once).
+	tick()
+	out, errOut, err := u.run(apitest.Password+"\n"+code(clock())+"\n", "login", "--server", e.URL, "ada")
+	if err != nil || !strings.Contains(out, "logged in") {
+		t.Fatalf("login with the code: %q %q %v", out, errOut, err)
+	}
+	if out, _, err := u.run("", "sandboxes"); err != nil || !strings.Contains(out, "no sandboxes") {
+		t.Fatalf("sandboxes with the token: %q %v", out, err)
 	}
 }

@@ -453,7 +453,7 @@ func TestClientShellEndedByTheServer(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("tuxlab shell did not end after the logout; the terminal shows %q", scr)
 	}
-	if _, ok := scr.await(regexp.MustCompile(`\n\r?tuxlab: the terminal was closed: You logged out`), 0, 10*time.Second); !ok {
+	if _, ok := scr.await(regexp.MustCompile(`\n\r?tuxlab: the terminal was closed: You logged out.*\(your token expired or was revoked: run tuxlab login\)`), 0, 10*time.Second); !ok {
 		t.Fatalf("no reason printed; the terminal shows %q", scr)
 	}
 	if after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS); err != nil || *after != *before {

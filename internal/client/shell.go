@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -59,6 +58,9 @@ func Shell(ctx context.Context, env Env, id int64) error {
 		defer term.Restore(fd, old)
 	}
 	code, reason, err := pump(ctx, env, t, fd, tty)
+	if t.endStatus() == 401 {
+		reason += " (your token expired or was revoked: run tuxlab login)"
+	}
 	if reason != "" {
 		// The reason is printed on a line of its own, below the shell's prompt.
 		fmt.Fprint(env.Err, "\r\n")
@@ -73,8 +75,8 @@ func Shell(ctx context.Context, env Env, id int64) error {
 // ends or ctx is done (the terminal is then hung up).
 func pump(ctx context.Context, env Env, t *terminal, fd int, tty bool) (*int, string, error) {
 	winch := make(chan os.Signal, 1)
-	if tty {
-		signal.Notify(winch, syscall.SIGWINCH)
+	if tty && len(resizeSignals) > 0 {
+		signal.Notify(winch, resizeSignals...)
 		defer signal.Stop(winch)
 	}
 	input := make(chan []byte)

@@ -28,6 +28,7 @@ type terminal struct {
 	mu       sync.Mutex
 	exitCode *int   // from {"type":"exit"}
 	detail   string // from {"type":"error","status":N} or a close frame
+	status   int    // N of that error message
 	done     chan struct{}
 	readErr  error
 }
@@ -106,7 +107,7 @@ func (t *terminal) read() {
 			t.exitCode = &code
 		case "error":
 			if m.Status != 0 {
-				t.detail = m.Detail
+				t.detail, t.status = m.Detail, m.Status
 			} else if t.notice != nil {
 				t.notice("the server did not understand a message: " + m.Detail)
 			}
@@ -161,4 +162,11 @@ func (t *terminal) ended() (*int, string) {
 		return nil, "the connection to the server was lost: " + t.readErr.Error()
 	}
 	return t.exitCode, t.detail
+}
+
+// endStatus is the HTTP status of the error that ended the terminal (0: none).
+func (t *terminal) endStatus() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status
 }

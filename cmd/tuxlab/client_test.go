@@ -153,8 +153,8 @@ func TestClientLogin(t *testing.T) {
 	})
 }
 
-// busybox is the id of the seeded BusyBox template.
-func busybox(t *testing.T, e *apitest.Env) int64 {
+// templateNamed is the id of the seeded template called name.
+func templateNamed(t *testing.T, e *apitest.Env, name string) int64 {
 	t.Helper()
 	var ts []struct {
 		ID   int64  `json:"id"`
@@ -162,11 +162,11 @@ func busybox(t *testing.T, e *apitest.Env) int64 {
 	}
 	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &ts)
 	for _, tpl := range ts {
-		if tpl.Name == "BusyBox" {
+		if tpl.Name == name {
 			return tpl.ID
 		}
 	}
-	t.Fatal("no BusyBox template")
+	t.Fatalf("no template %q", name)
 	return 0
 }
 
@@ -192,12 +192,37 @@ func TestClientSandboxesAndCopy(t *testing.T) {
 	if _, _, err := u.run("", "shell"); err == nil || !strings.Contains(err.Error(), "you have no sandbox") {
 		t.Fatalf("shell without a sandbox: %v", err)
 	}
-	id := createSandbox(t, e, learner, busybox(t, e))
+	id := createSandbox(t, e, learner, templateNamed(t, e, "BusyBox"))
 	out, _, err := u.run("", "sandboxes")
 	if err != nil || !regexp.MustCompile(`(?m)^ID +NAME +TEMPLATE +KIND +STATUS\n`+fmt.Sprint(id)+` +BusyBox +BusyBox +container +running\n$`).MatchString(out) {
 		t.Fatalf("sandboxes: %q %v", out, err)
 	}
+	copyBothWays(t, e, u, learner, id, "can't create /no/such/dir/x")
+	if _, _, err := u.run("", "cp", "nowhere", "elsewhere"); err == nil || !strings.Contains(err.Error(), "ID:PATH") {
+		t.Fatalf("cp with no sandbox side: %v", err)
+	}
+	if _, _, err := u.run("", "cp", "999999:/etc/hosts", t.TempDir()); err == nil || !strings.Contains(err.Error(), "Container not found") {
+		t.Fatalf("cp from another's or no sandbox: %v", err)
+	}
+}
 
+// TestClientCopyDebian copies through bash and coreutils, the learners' image.
+func TestClientCopyDebian(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.RequireImage(t, apitest.DebianImage)
+	e := apitest.New(t, "sqlite")
+	learner := e.CreateUser("ada", auth.RoleStudent)
+	u := newUser(t)
+	u.login(e, "ada")
+	id := createSandbox(t, e, learner, templateNamed(t, e, "Debian"))
+	copyBothWays(t, e, u, learner, id, "/no/such/dir/x: No such file or directory")
+}
+
+// copyBothWays copies files into sandbox id and back out, and checks the
+// errors of the sandbox side: noDir is the shell's words for a missing directory.
+func copyBothWays(t *testing.T, e *apitest.Env, u *cliUser, learner *apitest.User, id int64, noDir string) {
+	t.Helper()
 	// A file of every byte value, in and back out, byte for byte.
 	data := make([]byte, 200<<10)
 	rand.Read(data)
@@ -224,30 +249,24 @@ func TestClientSandboxesAndCopy(t *testing.T) {
 	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("copied back %d bytes (%v), want the %d sent", len(got), err, len(data))
 	}
-	// An empty file, and the errors of the sandbox side in its words.
-	empty := filepath.Join(dir, "empty")
+	// An empty file, and a name that needs quoting.
+	empty := filepath.Join(dir, "it's empty")
 	os.WriteFile(empty, nil, 0o644)
-	if _, errOut, err := u.run("", "cp", empty, fmt.Sprintf("%d:/tmp/empty", id)); err != nil {
+	if _, errOut, err := u.run("", "cp", empty, fmt.Sprintf("%d:/tmp/", id)); err != nil {
 		t.Fatalf("cp an empty file: %v %s", err, errOut)
 	}
-	if _, _, err := u.run("", "cp", fmt.Sprintf("%d:/tmp/empty", id), filepath.Join(dir, "empty-back")); err != nil {
+	if _, _, err := u.run("", "cp", fmt.Sprintf("%d:/tmp/it's empty", id), filepath.Join(dir, "empty-back")); err != nil {
 		t.Fatalf("cp an empty file back: %v", err)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "empty-back")); err != nil || fi.Size() != 0 {
 		t.Fatalf("empty file back: %v %v", fi, err)
 	}
+	// The errors of the sandbox side, in its shell's words.
 	if _, _, err := u.run("", "cp", fmt.Sprintf("%d:/tmp/nothing-here", id), dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("cp of a missing file: %v", err)
 	}
-	// The sandbox shell's own words (BusyBox's ash here).
-	if _, _, err := u.run("", "cp", src, fmt.Sprintf("%d:/no/such/dir/x", id)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("copy to sandbox %d: ", id)) || !strings.Contains(err.Error(), "can't create /no/such/dir/x") {
+	if _, _, err := u.run("", "cp", src, fmt.Sprintf("%d:/no/such/dir/x", id)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("copy to sandbox %d: ", id)) || !strings.Contains(err.Error(), noDir) {
 		t.Fatalf("cp to a missing directory: %v", err)
-	}
-	if _, _, err := u.run("", "cp", src, "nowhere"); err == nil || !strings.Contains(err.Error(), "ID:PATH") {
-		t.Fatalf("cp with no sandbox side: %v", err)
-	}
-	if _, _, err := u.run("", "cp", src, "999999:/tmp/"); err == nil || !strings.Contains(err.Error(), "Container not found") {
-		t.Fatalf("cp to another's or no sandbox: %v", err)
 	}
 }
 
@@ -344,7 +363,7 @@ func TestClientShellInATerminal(t *testing.T) {
 	learner := e.CreateUser("ada", auth.RoleStudent)
 	u := newUser(t)
 	u.login(e, "ada")
-	createSandbox(t, e, learner, busybox(t, e))
+	createSandbox(t, e, learner, templateNamed(t, e, "BusyBox"))
 
 	master, slave := openPTY(t, 80, 24)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
@@ -421,7 +440,7 @@ func TestClientShellEndedByTheServer(t *testing.T) {
 	learner := e.CreateUser("ada", auth.RoleStudent)
 	u := newUser(t)
 	u.login(e, "ada")
-	id := createSandbox(t, e, learner, busybox(t, e))
+	id := createSandbox(t, e, learner, templateNamed(t, e, "BusyBox"))
 
 	master, slave := openPTY(t, 80, 24)
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)

@@ -126,6 +126,10 @@ func TestClientLogin(t *testing.T) {
 		if out, _, err := u.run("", "sandboxes"); err != nil || !strings.Contains(out, "no sandboxes") {
 			t.Fatalf("sandboxes: %q %v", out, err)
 		}
+		// Logging in again goes to the same server without --server.
+		if out, _, err := u.run(apitest.Password+"\n", "login", "ada"); err != nil || !strings.Contains(out, "logged in to "+e.URL) {
+			t.Fatalf("login again: %q %v", out, err)
+		}
 		// A file others may read is refused, saying how to fix it.
 		os.Chmod(u.credentials(), 0o644)
 		if _, _, err := u.run("", "sandboxes"); err == nil || !strings.Contains(err.Error(), "chmod 600 "+u.credentials()) {

@@ -19,7 +19,7 @@ func clientEnv(getenv func(string) string, std stdio) client.Env {
 func loginCmd(ctx context.Context, args []string, getenv func(string) string, std stdio) error {
 	fs := flag.NewFlagSet("login", flag.ContinueOnError)
 	fs.SetOutput(std.err)
-	server := fs.String("server", client.DefaultServer, "the tuxlab server's address")
+	server := fs.String("server", "", "the tuxlab server's address (default: the last one logged in to, else "+client.DefaultServer+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

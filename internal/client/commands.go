@@ -59,8 +59,15 @@ func (p *prompter) secret(prompt, what string) (string, error) {
 const mfaRequired = "Two-factor code required"
 
 // Login asks for the password (and the two-factor code when the server asks
-// for it), logs in to server and saves the token.
+// for it), logs in to server and saves the token. An empty server is the
+// saved login's, else DefaultServer.
 func Login(ctx context.Context, env Env, server, username string) error {
+	if server == "" {
+		server = DefaultServer
+		if saved, err := LoadCredentials(env.Getenv); err == nil {
+			server = saved.Server
+		}
+	}
 	c, err := NewClient(env, server, "")
 	if err != nil {
 		return err

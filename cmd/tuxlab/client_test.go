@@ -205,8 +205,11 @@ func TestClientSandboxesAndCopy(t *testing.T) {
 	if _, _, err := u.run("", "cp", "nowhere", "elsewhere"); err == nil || !strings.Contains(err.Error(), "ID:PATH") {
 		t.Fatalf("cp with no sandbox side: %v", err)
 	}
-	if _, _, err := u.run("", "cp", "999999:/etc/hosts", t.TempDir()); err == nil || !strings.Contains(err.Error(), "Container not found") {
+	if _, _, err := u.run("", "cp", "999999:/etc/hosts", t.TempDir()); err == nil || !strings.Contains(err.Error(), "cannot open a terminal on sandbox 999999: Container not found") {
 		t.Fatalf("cp from another's or no sandbox: %v", err)
+	}
+	if _, _, err := u.run("", "shell", "999999"); err == nil || err.Error() != "cannot open a terminal on sandbox 999999: Container not found" {
+		t.Fatalf("shell of another's or no sandbox: %v", err)
 	}
 }
 

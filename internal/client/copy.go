@@ -73,6 +73,7 @@ type session struct {
 	mu   sync.Mutex
 	out  bytes.Buffer
 	more chan struct{}
+	id   int64
 	// base is a random number; the markers are base+1 and base+2, which only
 	// the shell's arithmetic prints.
 	base int64
@@ -83,7 +84,7 @@ func (c *Client) openSession(ctx context.Context, id int64) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{more: make(chan struct{}), base: n.Int64() + 1e12}
+	s := &session{more: make(chan struct{}), id: id, base: n.Int64() + 1e12}
 	t, err := c.dialTerminal(ctx, id, 1000, 50, func(b []byte) {
 		s.mu.Lock()
 		s.out.Write(b)
@@ -128,7 +129,7 @@ func (s *session) await(ctx context.Context, marker string, limit int) (string, 
 			if reason == "" {
 				reason = "the shell ended"
 			}
-			return "", fmt.Errorf("the terminal closed during the copy: %s", reason)
+			return "", fmt.Errorf("copy: %s", s.t.closedWhy(s.id, reason))
 		case <-ctx.Done():
 			return "", fmt.Errorf("the copy took too long: %w", ctx.Err())
 		}

@@ -68,6 +68,9 @@ func Shell(ctx context.Context, env Env, id int64) error {
 	if err != nil {
 		return err
 	}
+	if reason != "" {
+		reason = t.closedWhy(id, reason)
+	}
 	return shellEnd(code, reason)
 }
 
@@ -129,8 +132,8 @@ func pump(ctx context.Context, env Env, t *terminal, fd int, tty bool) (*int, st
 }
 
 // shellEnd is the error a finished shell session returns: nil for an exit
-// code of 0, the code otherwise, and the server's reason when it ended the
-// terminal itself.
+// code of 0, the code otherwise, and reason (said) when the server ended
+// the terminal itself.
 func shellEnd(code *int, reason string) error {
 	switch {
 	case reason != "":
@@ -138,7 +141,7 @@ func shellEnd(code *int, reason string) error {
 		if code != nil && *code != 0 {
 			c = *code
 		}
-		return &ExitError{Code: c, Msg: "the terminal was closed: " + reason}
+		return &ExitError{Code: c, Msg: reason}
 	case code == nil || *code == 0:
 		return nil
 	}

@@ -29,6 +29,7 @@ type terminal struct {
 	exitCode *int   // from {"type":"exit"}
 	detail   string // from {"type":"error","status":N} or a close frame
 	status   int    // N of that error message
+	opened   bool   // the session message came: a shell was started
 	done     chan struct{}
 	readErr  error
 }
@@ -102,6 +103,8 @@ func (t *terminal) read() {
 		}
 		t.mu.Lock()
 		switch m.Type {
+		case "session":
+			t.opened = true
 		case "exit":
 			code := m.Code
 			t.exitCode = &code
@@ -169,4 +172,15 @@ func (t *terminal) endStatus() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.status
+}
+
+// closedWhy says why the terminal of sandbox id ended, with the server's
+// reason: it was refused (no shell was started) or closed.
+func (t *terminal) closedWhy(id int64, reason string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.opened {
+		return fmt.Sprintf("cannot open a terminal on sandbox %d: %s", id, reason)
+	}
+	return "the terminal was closed: " + reason
 }

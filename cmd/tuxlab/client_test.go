@@ -201,6 +201,10 @@ func TestClientSandboxesAndCopy(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^ID +NAME +TEMPLATE +KIND +STATUS\n`+fmt.Sprint(id)+` +BusyBox +BusyBox +container +running\n$`).MatchString(out) {
 		t.Fatalf("sandboxes: %q %v", out, err)
 	}
+	// Piped input is typed as it comes, and its end is the shell's end of input.
+	if out, errOut, err := u.run("echo piped-$((6*7))\n", "shell"); err != nil || !strings.Contains(out, "\npiped-42\r\n") {
+		t.Fatalf("shell with piped input: %q %q %v", out, errOut, err)
+	}
 	copyBothWays(t, e, u, learner, id, "can't create /no/such/dir/x")
 	if _, _, err := u.run("", "cp", "nowhere", "elsewhere"); err == nil || !strings.Contains(err.Error(), "ID:PATH") {
 		t.Fatalf("cp with no sandbox side: %v", err)
@@ -424,6 +428,12 @@ func TestClientShellInATerminal(t *testing.T) {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 3 {
 			t.Fatalf("tuxlab shell ended with %v, want the shell's exit code 3; the terminal shows %q", err, scr)
+		}
+		// An exit is no error of the server's: nothing is said about it.
+		// (A mark written after the process ended comes after all it wrote.)
+		slave.WriteString("[end of the client]")
+		if _, ok := scr.await(regexp.MustCompile(`\[end of the client\]`), at, time.Minute); !ok || strings.Contains(scr.String(), "tuxlab: ") {
+			t.Fatalf("the client said something after the shell's exit: %q", scr)
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("tuxlab shell did not end after exit; the terminal shows %q", scr)

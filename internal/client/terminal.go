@@ -87,7 +87,9 @@ func (t *terminal) read() {
 			t.mu.Lock()
 			t.readErr = err
 			var ce websocket.CloseError
-			if errors.As(err, &ce) && ce.Reason != "" && t.detail == "" {
+			// A normal close (after the shell's exit, or the client's own)
+			// gives no reason to tell; any other close's reason is the server's.
+			if errors.As(err, &ce) && ce.Code != websocket.StatusNormalClosure && ce.Reason != "" && t.detail == "" {
 				t.detail = ce.Reason
 			}
 			t.mu.Unlock()

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,6 +65,10 @@ func Shell(ctx context.Context, env Env, id int64) error {
 	if reason != "" {
 		// The reason is printed on a line of its own, below the shell's prompt.
 		fmt.Fprint(env.Err, "\r\n")
+	}
+	if errors.Is(err, context.Canceled) {
+		// SIGINT or SIGTERM to the client (on a raw terminal Ctrl-C goes to the shell).
+		return &ExitError{Code: 130, Msg: "interrupted: the shell was hung up"}
 	}
 	if err != nil {
 		return err

@@ -37,6 +37,15 @@ func Shell(ctx context.Context, env Env, id int64) error {
 	if tty {
 		cols, rows, _ = term.GetSize(fd)
 	}
+	// Raw before the terminal opens, so keys typed meanwhile are not echoed
+	// by the local terminal as well as by the sandbox's.
+	if tty {
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return fmt.Errorf("put the terminal in raw mode: %w", err)
+		}
+		defer term.Restore(fd, old)
+	}
 	var outMu sync.Mutex
 	t, err := c.dialTerminal(ctx, id, cols, rows, func(b []byte) {
 		outMu.Lock()
@@ -49,14 +58,6 @@ func Shell(ctx context.Context, env Env, id int64) error {
 	})
 	if err != nil {
 		return err
-	}
-	if tty {
-		old, err := term.MakeRaw(fd)
-		if err != nil {
-			t.hangup()
-			return fmt.Errorf("put the terminal in raw mode: %w", err)
-		}
-		defer term.Restore(fd, old)
 	}
 	code, reason, err := pump(ctx, env, t, fd, tty)
 	if t.endStatus() == 401 {

@@ -34,6 +34,18 @@ Usage:
   tuxlab content export DIR             write the curriculum in the database to DIR
   tuxlab version                        print the version
 
+Client of any tuxlab server, over its API (docs/cli.md):
+  tuxlab login [--server URL] [USERNAME] log in; the token is kept in
+                                        ~/.config/tuxlab/credentials.json (0600)
+  tuxlab logout                         revoke the token and forget it
+  tuxlab sandboxes                      list your sandboxes
+  tuxlab shell [ID]                     a terminal in a sandbox (default: your
+                                        only running one)
+  tuxlab cp SRC DST                     copy a file to or from a sandbox; the
+                                        sandbox side is ID:PATH
+  tuxlab lab start ID                   start a laboratory
+  tuxlab lab check ID                   check its tasks (exit code 1 if one fails)
+
 Configuration comes from environment variables; see README.md.
 `
 
@@ -59,6 +71,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return user(ctx, args[1:], getenv, std)
 	case "content":
 		return contentCmd(ctx, args[1:], getenv, std)
+	case "login":
+		return loginCmd(ctx, args[1:], getenv, std)
+	case "logout":
+		return logoutCmd(ctx, args[1:], getenv, std)
+	case "sandboxes":
+		return sandboxesCmd(ctx, args[1:], getenv, std)
+	case "shell":
+		return shellCmd(ctx, args[1:], getenv, std)
+	case "cp":
+		return cpCmd(ctx, args[1:], getenv, std)
+	case "lab":
+		return labCmd(ctx, args[1:], getenv, std)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])

@@ -46,6 +46,18 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"storage-machine-quotas": {
 		{"head -c 30M /dev/zero > /srv/shared/learner/second", "Disk quota exceeded"},
 	},
+	"apparmor-machine-mac-and-status": {
+		{"/usr/sbin/aa-status", "enough privilege"},
+		{"sudo aa-exec -p /usr/sbin/chronyd -- cat /etc/shadow", "Permission denied"},
+	},
+	"apparmor-machine-writing-a-profile": {
+		{"sudo report", "Permission denied"},
+		{"sudo report /etc/shadow", "Permission denied"},
+	},
+	"apparmor-machine-complain-and-boot": {
+		{"sudo aa-exec -p /usr/local/bin/report -- cat /etc/shadow", "Permission denied"},
+		{"sudo report /etc/shadow", "Permission denied"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

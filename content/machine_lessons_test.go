@@ -58,6 +58,17 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 		{"sudo aa-exec -p /usr/local/bin/report -- cat /etc/shadow", "Permission denied"},
 		{"sudo report /etc/shadow", "Permission denied"},
 	},
+	"boot-machine-targets": {
+		{"systemctl is-active cron", "Failed to connect to bus"},
+	},
+	"boot-machine-modules-sysctl": {
+		{"sudo ip link add mon0 type nlmon", "Unknown device type"},
+		{"sudo modprobe nlmon", "could not insert 'nlmon'"},
+	},
+	"boot-machine-hardening-timers": {
+		{"sudo systemd-run --quiet --pipe --wait -p ProtectSystem=strict touch /etc/hardening-test", "Read-only file system"},
+		{"sudo systemd-run --quiet --pipe --wait -p User=learner -p NoNewPrivileges=yes sudo -n true", "no new privileges"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

@@ -33,7 +33,10 @@ import (
 // machine-id, SSH host keys and the host name. Start renews them right
 // after the restore, over the host channel, before the machine is handed
 // out, and grows the root disk to the clone's bound (QMP block_resize, then
-// resize2fs in the guest). The RNG: 64 bytes from the host's are written to
+// resize2fs in the guest). journald is restarted after the new machine-id:
+// it writes under /var/log/journal/<machine-id>/ and journalctl reads only the
+// current id's directory, so a journald left on the template's id showed an
+// empty journal (seen in TestWarmStart). The RNG: 64 bytes from the host's are written to
 // /dev/urandom, which only mixes them into the input pool, so the kernel is
 // then made to reseed from it (ioctl RNDRESEEDCRNG, 0x5207, through perl:
 // Debian's cloud kernel has no vmgenid driver); without the reseed two
@@ -252,6 +255,7 @@ cat >/dev/urandom
 perl -e 'open(my $f, "<", "/dev/urandom") or die; ioctl($f, 0x5207, 0) or die "RNDRESEEDCRNG: $!\n"'
 printf '%%s\n' %s >/etc/machine-id
 if [ -f /var/lib/dbus/machine-id ]; then ln -sf /etc/machine-id /var/lib/dbus/machine-id; fi
+systemctl restart systemd-journald.service
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
 ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key

@@ -103,6 +103,12 @@ func TestWarmStart(t *testing.T) {
 		if out := run(t, ctx, rt, id, "findmnt -rn -o OPTIONS "+sandbox.ToolsDir+" && "+sandbox.ToolsDir+"/bin/bash -c 'echo ok'"); !strings.HasPrefix(out, "ro,") || !strings.HasSuffix(out, "ok\n") {
 			t.Errorf("machine %d's tools: %q", i+1, out)
 		}
+		// The journal is written under the new machine-id: journalctl reads
+		// only the directory of the current one, so a journald left on the
+		// template's would show the learner an empty journal.
+		if out := run(t, ctx, rt, id, "journalctl -q -n 1 --no-pager; ls /var/log/journal/$(cat /etc/machine-id)/ 2>&1; true"); !strings.Contains(out, "system.journal") || strings.HasPrefix(out, "system.journal") {
+			t.Errorf("machine %d's journal: %q; want its last entry, read from /var/log/journal/<its machine-id>/system.journal", i+1, out)
+		}
 		// Restored, not booted: the kernel's boot id is the template's in both.
 		bootIDs[strings.TrimSpace(run(t, ctx, rt, id, "cat /proc/sys/kernel/random/boot_id"))] = true
 	}

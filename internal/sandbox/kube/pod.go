@@ -1,0 +1,260 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tuxlab/internal/sandbox"
+)
+
+// toolsMountDir is where the init container sees the emptyDir it fills.
+const toolsMountDir = "/tools-out"
+
+// execCaps are the capabilities every sandbox container keeps besides its
+// template's: the exec API has no user, so the driver switches to
+// ExecSpec.User itself (chpst of the trusted busybox), which needs them. A
+// process that becomes another user than root loses them.
+var execCaps = []corev1.Capability{"SETUID", "SETGID"}
+
+// podFor is the pod of the sandbox of record cm and spec s: the hardening of
+// the Docker driver expressed in a pod spec (docs/kubernetes.md).
+func (r *Runtime) podFor(cm *corev1.ConfigMap, s sandbox.Spec) *corev1.Pod {
+	no, yes := false, true
+	lbl := map[string]string{}
+	for k, v := range cm.Labels {
+		lbl[k] = v
+	}
+	network := s.Network
+	if network == "" {
+		network = "none"
+	}
+	lbl[LabelNetwork] = objectName(network)
+	caps := append([]corev1.Capability{}, execCaps...)
+	for _, c := range s.CapAdd {
+		caps = append(caps, corev1.Capability(strings.TrimPrefix(strings.ToUpper(c), "CAP_")))
+	}
+	sc := &corev1.SecurityContext{
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: caps},
+		Privileged:               &no,
+		AllowPrivilegeEscalation: &yes,
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if s.NoNewPrivileges {
+		sc.AllowPrivilegeEscalation = &no
+	}
+	if uid, err := strconv.ParseInt(s.User, 10, 64); err == nil {
+		sc.RunAsUser = &uid
+	}
+	c := corev1.Container{
+		Name: sandboxContainer, Image: s.Image, Args: s.Cmd, Env: envVars(s.Env),
+		ImagePullPolicy: r.pull, SecurityContext: sc, Resources: resources(s),
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Labels: lbl,
+			// The pod goes with its record, also when tuxlab cannot delete it.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+			Hostname:                     hostname(s.Hostname),
+			SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		},
+	}
+	if s.ToolsVolume != "" {
+		pod.Spec.Volumes = []corev1.Volume{{Name: toolsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: toolsVolume, MountPath: sandbox.ToolsDir, ReadOnly: true}}
+		pod.Spec.InitContainers = []corev1.Container{{
+			Name: "tools", Image: s.ToolsVolume, ImagePullPolicy: r.pull,
+			Command: []string{"/tuxlab/bin/busybox", "cp", "-a", "/tuxlab/bin", toolsMountDir + "/bin"},
+			SecurityContext: &corev1.SecurityContext{
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				AllowPrivilegeEscalation: &no,
+			},
+			Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")}},
+			VolumeMounts: []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsMountDir}},
+		}}
+	}
+	pod.Spec.Containers = []corev1.Container{c}
+	return pod
+}
+
+// resources are the container's limits, and requests of a quarter of them,
+// so that the scheduler packs sandboxes, which are idle most of the time,
+// as tightly as the Docker host does.
+func resources(s sandbox.Spec) corev1.ResourceRequirements {
+	lim, req := corev1.ResourceList{}, corev1.ResourceList{}
+	if s.MemoryBytes > 0 {
+		lim[corev1.ResourceMemory] = *resource.NewQuantity(s.MemoryBytes, resource.BinarySI)
+		req[corev1.ResourceMemory] = *resource.NewQuantity(s.MemoryBytes/4, resource.BinarySI)
+	}
+	if s.NanoCPUs > 0 {
+		lim[corev1.ResourceCPU] = *resource.NewMilliQuantity(s.NanoCPUs/1_000_000, resource.DecimalSI)
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(s.NanoCPUs/4_000_000, 1), resource.DecimalSI)
+	}
+	if s.DiskMB > 0 {
+		lim[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(s.DiskMB)<<20, resource.BinarySI)
+	}
+	return corev1.ResourceRequirements{Limits: lim, Requests: req}
+}
+
+// envVars turns NAME=value strings into a container's environment.
+func envVars(env []string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		out = append(out, corev1.EnvVar{Name: k, Value: v})
+	}
+	return out
+}
+
+// hostname makes h a valid pod hostname (a DNS label).
+func hostname(h string) string {
+	n := strings.ReplaceAll(objectName(h), ".", "-")
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return strings.Trim(n, "-")
+}
+
+// checkNetwork returns ErrGone when network (other than none) has no
+// NetworkPolicy, which EnsureNetwork makes; for none it makes the policy
+// that denies all traffic, once.
+func (r *Runtime) checkNetwork(ctx context.Context, network string) error {
+	if network == "" || network == "none" {
+		return r.ensurePolicy(ctx, noneNetwork, "none", nil, false)
+	}
+	_, err := r.cs.NetworkingV1().NetworkPolicies(r.ns).Get(ctx, objectName(network), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("network %s: %w", network, wrap(err))
+	}
+	return nil
+}
+
+// ensurePolicy makes NetworkPolicy name for the pods of network value: with
+// peers, traffic among them only; without, none at all. One that exists is
+// left as it is.
+func (r *Runtime) ensurePolicy(ctx context.Context, name, value string, lbl map[string]string, peers bool) error {
+	all, err := objectLabels(lbl)
+	if err != nil {
+		return err
+	}
+	sel := metav1.LabelSelector{MatchLabels: map[string]string{LabelNetwork: value}}
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: sel,
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}},
+	}
+	if peers {
+		peer := []networkingv1.NetworkPolicyPeer{{PodSelector: &sel}}
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: peer}}
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: peer}}
+	}
+	_, err = r.cs.NetworkingV1().NetworkPolicies(r.ns).Create(ctx, np, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return wrap(err)
+}
+
+// EnsureNetwork makes a NetworkPolicy named name that lets the pods of this
+// network reach each other and nothing else. Whether that holds depends on
+// the cluster's CNI: one that does not enforce NetworkPolicy (the bridge
+// plugin of scripts/kube-up.sh) lets every pod reach every other and the
+// outside (docs/kubernetes.md).
+func (r *Runtime) EnsureNetwork(ctx context.Context, name string, lbl map[string]string) error {
+	n := objectName(name)
+	if n != name || n == "none" {
+		return fmt.Errorf("network name %q is not valid on Kubernetes", name)
+	}
+	return r.ensurePolicy(ctx, n, n, lbl, true)
+}
+
+// RemoveNetwork deletes the network's NetworkPolicy unless a pod still uses
+// it.
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	n := objectName(name)
+	pods, err := r.cs.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: LabelNetwork + "=" + n})
+	if err != nil {
+		return wrap(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			return nil
+		}
+	}
+	err = r.cs.NetworkingV1().NetworkPolicies(r.ns).Delete(ctx, n, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return wrap(err)
+}
+
+// summary is the part of the kubelet's stats summary DiskUsage reads.
+type summary struct {
+	Pods []struct {
+		PodRef struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"podRef"`
+		Containers []struct {
+			Name   string `json:"name"`
+			Rootfs *struct {
+				UsedBytes *int64 `json:"usedBytes"`
+			} `json:"rootfs"`
+		} `json:"containers"`
+	} `json:"pods"`
+}
+
+// DiskUsage returns the writable layer of each running sandbox of ids, as
+// the kubelets' stats summaries (through the API server's node proxy) say.
+// The container runtime measures layers periodically (containerd: every 10
+// s), so the figure lags. Stopped sandboxes have no layer and are left out.
+func (r *Runtime) DiskUsage(ctx context.Context, ids []string) (map[string]int64, error) {
+	want := map[string]bool{}
+	nodes := map[string]bool{}
+	for _, id := range ids {
+		if objectName(id) != id {
+			continue
+		}
+		p, err := r.pod(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil && p.Spec.NodeName != "" {
+			want[id], nodes[p.Spec.NodeName] = true, true
+		}
+	}
+	out := map[string]int64{}
+	for node := range nodes {
+		b, err := r.cs.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("stats/summary").DoRaw(ctx)
+		if err != nil {
+			return out, wrap(err)
+		}
+		var sum summary
+		if err := json.Unmarshal(b, &sum); err != nil {
+			return out, fmt.Errorf("node %s: stats summary: %w", node, err)
+		}
+		for _, p := range sum.Pods {
+			if p.PodRef.Namespace != r.ns || !want[p.PodRef.Name] {
+				continue
+			}
+			for _, c := range p.Containers {
+				if c.Name == sandboxContainer && c.Rootfs != nil && c.Rootfs.UsedBytes != nil {
+					out[p.PodRef.Name] = *c.Rootfs.UsedBytes
+				}
+			}
+		}
+	}
+	return out, nil
+}

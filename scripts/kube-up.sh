@@ -288,6 +288,7 @@ start_all() {
 	kubeconfig "$STATE/kubelet/node.kubeconfig" "$(token_of system:node:localhost)"
 	containerd_config
 	launch containerd containerd --config "$STATE/containerd/config.toml"
+	forward_bridge
 	wait_for containerd 60 ctr -a "$SOCK" version
 	import_images
 	kubelet_config
@@ -300,6 +301,17 @@ start_all() {
 	wait_for "node localhost Ready" 180 node_ready
 	k get namespace "$NAMESPACE" >/dev/null 2>&1 || k create namespace "$NAMESPACE" >/dev/null
 	wait_for "service account default in $NAMESPACE" 60 k -n "$NAMESPACE" get serviceaccount default
+}
+
+# forward_bridge lets pods reach each other across the CNI bridge: Docker
+# sets the FORWARD policy to DROP, and bridged packets pass iptables
+# (br_netfilter). Traffic out of the bridge stays dropped (and ipMasq is off),
+# so pods reach each other and the host, not beyond.
+forward_bridge() {
+	command -v iptables >/dev/null || return 0
+	if ! iptables -w -C FORWARD -i tuxlab-cni0 -o tuxlab-cni0 -j ACCEPT 2>/dev/null; then
+		iptables -w -I FORWARD 1 -i tuxlab-cni0 -o tuxlab-cni0 -j ACCEPT
+	fi
 }
 
 node_ready() {
@@ -318,7 +330,7 @@ pause_image() {
 	d=$(mktemp -d)
 	cp "$BIN/pause" "$d/pause"
 	printf 'FROM scratch\nCOPY pause /pause\nLABEL org.tuxlab.pause=%s\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' "$BIN" >"$d/Dockerfile"
-	DOCKER_BUILDKIT=0 docker build -q -t "$PAUSE_IMAGE" "$d" >/dev/null
+	DOCKER_BUILDKIT=0 docker build -q -t "$PAUSE_IMAGE" "$d" >/dev/null 2>&1 || die "docker build of $PAUSE_IMAGE failed"
 	rm -rf "$d"
 }
 
@@ -379,6 +391,7 @@ down() {
 	fi
 	findmnt -rn -o TARGET | grep "^$STATE/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	ip link delete tuxlab-cni0 2>/dev/null || true
+	iptables -w -D FORWARD -i tuxlab-cni0 -o tuxlab-cni0 -j ACCEPT 2>/dev/null || true
 	say "cluster stopped (state kept in $STATE)"
 }
 

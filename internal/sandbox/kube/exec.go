@@ -23,7 +23,7 @@ const busybox = sandbox.ToolsDir + "/bin/busybox"
 const inDir = `[ -z "$0" ] || cd -- "$0" || exit 126; exec "$@"`
 
 // command wraps s.Cmd for the exec API, which has no user, environment or
-// working directory: the trusted busybox switches user (chpst), sets the
+// working directory: the trusted busybox switches user (start-stop-daemon), sets the
 // environment (env) and the directory (sh). A pod without the tools volume
 // runs the command with the image's /bin/sh and env, as root only.
 func command(s sandbox.ExecSpec, tools bool) ([]string, error) {
@@ -40,9 +40,15 @@ func command(s sandbox.ExecSpec, tools bool) ([]string, error) {
 	}
 	var cmd []string
 	if !root {
-		cmd = []string{busybox, "chpst", "-u", s.User}
+		// start-stop-daemon of BusyBox is its one applet that changes user
+		// (initgroups, setgid, setuid), by name or by a uid of the
+		// sandbox's /etc/passwd; -n names a process that never runs, so it
+		// finds nothing "already running".
+		cmd = []string{busybox, "start-stop-daemon", "-S", "-c", s.User, "-n", "tuxlab-no-such", "-a", busybox, "--"}
+	} else {
+		cmd = []string{busybox}
 	}
-	cmd = append(cmd, busybox, "env")
+	cmd = append(cmd, "env")
 	cmd = append(cmd, s.Env...)
 	cmd = append(cmd, busybox, "sh", "-c", inDir, s.Dir)
 	return append(cmd, s.Cmd...), nil
@@ -62,11 +68,7 @@ func (r *Runtime) executor(ctx context.Context, id string, s sandbox.ExecSpec) (
 	if p == nil || p.Status.Phase != corev1.PodRunning {
 		return nil, fmt.Errorf("%w: sandbox %s has no running pod", sandbox.ErrNotRunning, cm.Name)
 	}
-	tools := false
-	for _, v := range p.Spec.Volumes {
-		tools = tools || v.Name == toolsVolume
-	}
-	cmd, err := command(s, tools)
+	cmd, err := command(s, hasTools(p))
 	if err != nil {
 		return nil, err
 	}

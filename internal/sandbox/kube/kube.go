@@ -45,6 +45,7 @@ const (
 
 	annotationStarted  = "org.tuxlab/started-at"
 	annotationFinished = "org.tuxlab/finished-at"
+	annotationBase     = "org.tuxlab/base-kib" // the root file system's size when the pod started
 	specKey            = "spec.json"
 	// sandboxContainer is the name of the pod's container the learner uses.
 	sandboxContainer = "sandbox"
@@ -398,9 +399,12 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if p, err := r.pod(ctx, id); err != nil {
+	p, err := r.pod(ctx, id)
+	if err != nil {
 		return err
-	} else if p == nil {
+	}
+	created := p == nil
+	if created {
 		s, err := spec(cm)
 		if err != nil {
 			return err
@@ -411,7 +415,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		if err := r.waitPodGone(ctx, id); err != nil { // a pod of a Stop may still be leaving
 			return err
 		}
-		if _, err := r.cs.CoreV1().Pods(r.ns).Create(ctx, r.podFor(cm, s), metav1.CreateOptions{}); err != nil {
+		if p, err = r.cs.CoreV1().Pods(r.ns).Create(ctx, r.podFor(cm, s), metav1.CreateOptions{}); err != nil {
 			return wrap(err)
 		}
 	}
@@ -419,7 +423,13 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return r.annotate(ctx, id, map[string]string{annotationStarted: started.Format(time.RFC3339Nano), annotationFinished: ""})
+	if err := r.annotate(ctx, id, map[string]string{annotationStarted: started.Format(time.RFC3339Nano), annotationFinished: ""}); err != nil {
+		return err
+	}
+	if created {
+		return r.recordBase(ctx, id, p)
+	}
+	return nil
 }
 
 // annotate sets (or, for "", removes) annotations of sandbox id's record.

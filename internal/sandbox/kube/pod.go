@@ -1,8 +1,8 @@
 package kube
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,8 +21,8 @@ const toolsMountDir = "/tools-out"
 
 // execCaps are the capabilities every sandbox container keeps besides its
 // template's: the exec API has no user, so the driver switches to
-// ExecSpec.User itself (chpst of the trusted busybox), which needs them. A
-// process that becomes another user than root loses them.
+// ExecSpec.User itself (start-stop-daemon of the trusted busybox), which
+// needs them. A process that becomes another user than root loses them.
 var execCaps = []corev1.Capability{"SETUID", "SETGID"}
 
 // podFor is the pod of the sandbox of record cm and spec s: the hardening of
@@ -68,7 +68,10 @@ func (r *Runtime) podFor(cm *corev1.ConfigMap, s sandbox.Spec) *corev1.Pod {
 			AutomountServiceAccountToken: &no,
 			EnableServiceLinks:           &no,
 			Hostname:                     hostname(s.Hostname),
-			SecurityContext:              &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			// The pause container is PID 1 and reaps orphans, as the Docker
+			// driver's init does.
+			ShareProcessNamespace: &yes,
+			SecurityContext:       &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		},
 	}
 	if s.ToolsVolume != "" {
@@ -200,61 +203,80 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	return wrap(err)
 }
 
-// summary is the part of the kubelet's stats summary DiskUsage reads.
-type summary struct {
-	Pods []struct {
-		PodRef struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"podRef"`
-		Containers []struct {
-			Name   string `json:"name"`
-			Rootfs *struct {
-				UsedBytes *int64 `json:"usedBytes"`
-			} `json:"rootfs"`
-		} `json:"containers"`
-	} `json:"pods"`
+// duScript prints the kibibytes of the container's root file system, the
+// image's files included, with the trusted du.
+const duScript = busybox + ` du -sxk / 2>/dev/null | ` + busybox + ` cut -f1`
+
+// rootKiB measures what sandbox id's root file system holds.
+func (r *Runtime) rootKiB(ctx context.Context, id string) (int64, error) {
+	var out, errOut bytes.Buffer
+	code, err := r.Run(ctx, id, sandbox.ExecSpec{Cmd: []string{busybox, "sh", "-c", duScript}}, nil, &out, &errOut)
+	if err != nil {
+		return 0, err
+	}
+	kib, perr := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+	if code != 0 || perr != nil {
+		return 0, fmt.Errorf("du in sandbox %s: exit %d, %q %q", id, code, out.String(), errOut.String())
+	}
+	return kib, nil
 }
 
-// DiskUsage returns the writable layer of each running sandbox of ids, as
-// the kubelets' stats summaries (through the API server's node proxy) say.
-// The container runtime measures layers periodically (containerd: every 10
-// s), so the figure lags. Stopped sandboxes have no layer and are left out.
+// recordBase measures a new pod's root file system, its image's files, and
+// keeps the figure for DiskUsage. A pod without the tools is not measured.
+func (r *Runtime) recordBase(ctx context.Context, id string, p *corev1.Pod) error {
+	if !hasTools(p) {
+		return nil
+	}
+	kib, err := r.rootKiB(ctx, id)
+	if err != nil {
+		return err
+	}
+	return r.annotate(ctx, id, map[string]string{annotationBase: strconv.FormatInt(kib, 10)})
+}
+
+// hasTools reports whether pod p mounts the trusted tools.
+func hasTools(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.Name == toolsVolume {
+			return true
+		}
+	}
+	return false
+}
+
+// DiskUsage returns what each running sandbox of ids wrote: the size of its
+// root file system, measured by the trusted du inside it, less the size it
+// had when its pod started. (The kubelet's own figures are out of reach: the
+// API server's node proxy refuses a node at a loopback address, and the
+// container runtime measures layers every 10 s only.) Files deleted but held
+// open are not counted. Stopped sandboxes, and pods without the tools, are
+// left out.
 func (r *Runtime) DiskUsage(ctx context.Context, ids []string) (map[string]int64, error) {
-	want := map[string]bool{}
-	nodes := map[string]bool{}
+	out := map[string]int64{}
 	for _, id := range ids {
 		if objectName(id) != id {
 			continue
 		}
-		p, err := r.pod(ctx, id)
-		if err != nil {
-			return nil, err
+		cm, err := r.cs.CoreV1().ConfigMaps(r.ns).Get(ctx, id, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
 		}
-		if p != nil && p.Spec.NodeName != "" {
-			want[id], nodes[p.Spec.NodeName] = true, true
-		}
-	}
-	out := map[string]int64{}
-	for node := range nodes {
-		b, err := r.cs.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("stats/summary").DoRaw(ctx)
 		if err != nil {
 			return out, wrap(err)
 		}
-		var sum summary
-		if err := json.Unmarshal(b, &sum); err != nil {
-			return out, fmt.Errorf("node %s: stats summary: %w", node, err)
+		p, err := r.pod(ctx, id)
+		if err != nil {
+			return out, err
 		}
-		for _, p := range sum.Pods {
-			if p.PodRef.Namespace != r.ns || !want[p.PodRef.Name] {
-				continue
-			}
-			for _, c := range p.Containers {
-				if c.Name == sandboxContainer && c.Rootfs != nil && c.Rootfs.UsedBytes != nil {
-					out[p.PodRef.Name] = *c.Rootfs.UsedBytes
-				}
-			}
+		if p == nil || p.Status.Phase != corev1.PodRunning || !hasTools(p) {
+			continue
 		}
+		kib, err := r.rootKiB(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		base, _ := strconv.ParseInt(cm.Annotations[annotationBase], 10, 64)
+		out[id] = max(kib-base, 0) << 10
 	}
 	return out, nil
 }

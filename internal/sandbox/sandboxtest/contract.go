@@ -42,9 +42,6 @@ type ContractOptions struct {
 	// where Stop deletes the pod): after Stop and Start, a file written
 	// before must be gone instead of kept.
 	StopDiscards bool
-	// DiskUsageLag is how long DiskUsage may take to see what was written
-	// (0: at once); the part asks again until then.
-	DiskUsageLag time.Duration
 }
 
 // RunContract checks that the runtime newRuntime returns keeps the contract
@@ -407,12 +404,7 @@ func (c *contract) changes(t *testing.T, id string) {
 func (c *contract) diskUsage(t *testing.T, id string) {
 	c.run(t, id, sandbox.ExecSpec{Cmd: sh("head -c 2097152 /dev/urandom > /contract-blob")}, nil)
 	missing := "tuxlab-contract-missing-" + c.id
-	deadline := time.Now().Add(c.opts.DiskUsageLag)
 	usage, err := c.rt.DiskUsage(c.ctxFor(t), []string{id, missing})
-	for err == nil && usage[id] < 2<<20 && time.Now().Before(deadline) {
-		time.Sleep(time.Second)
-		usage, err = c.rt.DiskUsage(c.ctxFor(t), []string{id, missing})
-	}
 	if err != nil {
 		t.Fatalf("DiskUsage: %v", err)
 	}

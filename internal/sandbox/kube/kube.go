@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/url"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"tuxlab/internal/sandbox"
 )
@@ -63,6 +65,10 @@ type Options struct {
 	// Kubeconfig is the path of a kubeconfig file; "" means the in-cluster
 	// configuration when running in a pod, else KUBECONFIG or ~/.kube/config.
 	Kubeconfig string
+	// Log receives client-go's own messages (klog), such as a stream's
+	// errors after its session was closed; nil leaves klog as it is
+	// (standard error).
+	Log *slog.Logger
 	// PullPolicy is the pods' imagePullPolicy (default IfNotPresent; Never
 	// for images imported into the nodes' runtime, as scripts/kube-up.sh does).
 	PullPolicy corev1.PullPolicy
@@ -90,6 +96,9 @@ func New(o Options) (*Runtime, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = "tuxlab-sandboxes"
+	}
+	if o.Log != nil {
+		klog.SetSlogLogger(o.Log.With("component", "client-go"))
 	}
 	if o.PullPolicy == "" {
 		o.PullPolicy = corev1.PullIfNotPresent

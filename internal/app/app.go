@@ -32,6 +32,7 @@ import (
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
+	"tuxlab/internal/sandbox/kube"
 	"tuxlab/internal/sandbox/qemu"
 	"tuxlab/internal/store"
 	"tuxlab/internal/terminal"
@@ -65,6 +66,7 @@ type App struct {
 	Verifications *auth.Verifications
 
 	engine *docker.Runtime // the engine client, closed last (nil: no engine configured)
+	kube   *kube.Runtime   // the Kubernetes driver (TUXLAB_SANDBOX_ENGINE=kubernetes), else nil
 	// machines is the machine driver (nil: no QEMU here, or TUXLAB_MACHINES=off).
 	machines *qemu.Runtime
 	metrics  *metrics.Metrics // the domains' collectors, on /metrics
@@ -168,6 +170,9 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	}
 	a.startMachines(ctx)
+	if a.kube != nil {
+		return a.startKube(ctx)
+	}
 	if a.engine == nil {
 		return nil
 	}
@@ -178,6 +183,22 @@ func (a *App) Start(ctx context.Context) error {
 		a.Log.Warn("no container engine answers: sandbox routes answer 503 until one does (install docker.io and start it, or set DOCKER_HOST)", "error", err.Error())
 		return nil
 	}
+	if err := a.Sandboxes.Reconcile(ctx); err != nil {
+		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
+	}
+	return nil
+}
+
+// startKube asks the Kubernetes API server whether it answers and, when it
+// does, reconciles the sandbox pods with the database.
+func (a *App) startKube(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.kube.Ping(pctx); err != nil {
+		a.Log.Warn("the Kubernetes API server does not answer: sandbox routes answer 503 until it does (check KUBECONFIG)", "error", err.Error())
+		return nil
+	}
+	a.Log.Info("sandboxes run as pods on Kubernetes", "namespace", a.kube.Namespace())
 	if err := a.Sandboxes.Reconcile(ctx); err != nil {
 		a.Log.Warn("sandbox reconciliation at start", "error", err.Error())
 	}
@@ -386,20 +407,34 @@ func (a *App) openMail() error {
 func (a *App) openSandboxes(ctx context.Context) error {
 	cfg := a.Config
 	var rt sandbox.Runtime
-	if cfg.SandboxEngine == "docker" {
+	var noMachines error
+	switch cfg.SandboxEngine {
+	case "docker":
 		d, err := docker.New(cfg.DockerHost)
 		if err != nil {
 			return fmt.Errorf("%w (check DOCKER_HOST)", err)
 		}
 		rt, a.engine = a.metrics.Runtime(d), d
+	case "kubernetes":
+		k, err := kube.New(kube.Options{Namespace: cfg.KubeNamespace, Kubeconfig: cfg.Kubeconfig, Log: a.Log})
+		if err != nil {
+			return fmt.Errorf("%w (check KUBECONFIG, or run in a pod)", err)
+		}
+		rt, a.kube = a.metrics.Runtime(k), k
+		// Machines need the QEMU driver on the host tuxlab runs on; on
+		// Kubernetes they would be KubeVirt's (docs/kubernetes.md).
+		noMachines = sandbox.ErrMachinesOnKubernetes
+		a.Log.Info("machines off on Kubernetes: machine templates answer 503 (docs/kubernetes.md)")
 	}
 	var machines sandbox.Runtime
-	if a.machines = a.openMachines(); a.machines != nil {
-		machines = a.metrics.Runtime(a.machines)
+	if noMachines == nil {
+		if a.machines = a.openMachines(); a.machines != nil {
+			machines = a.metrics.Runtime(a.machines)
+		}
 	}
 	var err error
 	a.Sandboxes, err = sandbox.NewService(ctx, a.DB.Sandboxes(), rt, sandbox.Options{
-		Machines: machines, MachineLimits: sandbox.MachineLimits{MaxMemoryMB: cfg.MachineMaxMemoryMB}, BootTimeout: cfg.MachineBootTimeout,
+		Machines: machines, NoMachines: noMachines, MachineLimits: sandbox.MachineLimits{MaxMemoryMB: cfg.MachineMaxMemoryMB}, BootTimeout: cfg.MachineBootTimeout,
 		MaxPerUser: cfg.SandboxMaxPerUser, MaxRunningPerUser: cfg.SandboxMaxRunningPerUser, MaxRunningHost: cfg.SandboxMaxRunning,
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,

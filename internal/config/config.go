@@ -79,7 +79,9 @@ type Config struct {
 	BcryptWorkers      int   // TUXLAB_BCRYPT_WORKERS: password hashes computed at once (0: one less than the CPUs)
 
 	// Sandboxes.
-	SandboxEngine            string         // TUXLAB_SANDBOX_ENGINE: docker (default) or none
+	SandboxEngine            string         // TUXLAB_SANDBOX_ENGINE: docker (default), kubernetes or none
+	KubeNamespace            string         // TUXLAB_KUBE_NAMESPACE: the namespace of sandbox pods (kubernetes engine)
+	Kubeconfig               string         // KUBECONFIG: the cluster of the kubernetes engine ("": in-cluster, else ~/.kube/config)
 	SandboxMaxPerUser        int            // TUXLAB_SANDBOX_MAX_PER_USER
 	SandboxMaxRunningPerUser int            // TUXLAB_SANDBOX_MAX_RUNNING_PER_USER
 	SandboxMaxRunning        int            // TUXLAB_SANDBOX_MAX_RUNNING: host-wide cap
@@ -203,9 +205,11 @@ func Load(getenv func(string) string) (Config, error) {
 	c.BcryptWorkers = env.int("TUXLAB_BCRYPT_WORKERS", 0, 0, 256)
 	c.BundledCurriculum = env.bool("TUXLAB_BUNDLED_CURRICULUM", true)
 	c.SandboxEngine = stringOr(getenv("TUXLAB_SANDBOX_ENGINE"), "docker")
-	if c.SandboxEngine != "docker" && c.SandboxEngine != "none" {
-		env.fail(fmt.Errorf("TUXLAB_SANDBOX_ENGINE must be docker or none, not %q", c.SandboxEngine))
+	if c.SandboxEngine != "docker" && c.SandboxEngine != "kubernetes" && c.SandboxEngine != "none" {
+		env.fail(fmt.Errorf("TUXLAB_SANDBOX_ENGINE must be docker, kubernetes or none, not %q", c.SandboxEngine))
 	}
+	c.KubeNamespace = stringOr(getenv("TUXLAB_KUBE_NAMESPACE"), "tuxlab-sandboxes")
+	c.Kubeconfig = getenv("KUBECONFIG")
 	c.SandboxMaxPerUser = env.int("TUXLAB_SANDBOX_MAX_PER_USER", 3, 1, 1000)
 	c.SandboxMaxRunningPerUser = env.int("TUXLAB_SANDBOX_MAX_RUNNING_PER_USER", 2, 1, 1000)
 	c.SandboxMaxRunning = env.int("TUXLAB_SANDBOX_MAX_RUNNING", 20, 1, 100000)

@@ -31,6 +31,7 @@ func TestLoadRejects(t *testing.T) {
 		{"production without secret", map[string]string{"TUXLAB_ENV": "production"}, "SECRET_KEY"},
 		{"production with a short secret", map[string]string{"TUXLAB_ENV": "production", "SECRET_KEY": "short"}, "SECRET_KEY"},
 		{"bad LXCFS setting", map[string]string{"TUXLAB_SANDBOX_LXCFS": "on"}, "TUXLAB_SANDBOX_LXCFS"},
+		{"unknown sandbox engine", map[string]string{"TUXLAB_SANDBOX_ENGINE": "k8s"}, "docker, kubernetes or none"},
 		{"unknown env", map[string]string{"TUXLAB_ENV": "staging"}, "TUXLAB_ENV"},
 		{"a proxy that is no address", map[string]string{"TUXLAB_TRUSTED_PROXIES": "10.0.0.1, proxy.local"}, "TUXLAB_TRUSTED_PROXIES"},
 		{"bad ttl", map[string]string{"ACCESS_TOKEN_EXPIRE_MINUTES": "ten"}, "ACCESS_TOKEN_EXPIRE_MINUTES"},
@@ -44,6 +45,10 @@ func TestLoadRejects(t *testing.T) {
 		if _, err := Load(env(tt.env)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want mention of %s", tt.name, err, tt.want)
 		}
+	}
+	c, err := Load(env(map[string]string{"TUXLAB_SANDBOX_ENGINE": "kubernetes", "KUBECONFIG": "/k/config"}))
+	if err != nil || c.SandboxEngine != "kubernetes" || c.Kubeconfig != "/k/config" || c.KubeNamespace != "tuxlab-sandboxes" {
+		t.Fatalf("the kubernetes engine: %+v %v", c, err)
 	}
 	if c, err := Load(env(map[string]string{"TUXLAB_TERMINAL_GRACE": "0"})); err != nil || c.TerminalGrace != 0 {
 		t.Fatalf("a grace of 0 (hang up at once): %v %v", c.TerminalGrace, err)

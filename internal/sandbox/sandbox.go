@@ -308,6 +308,12 @@ var (
 var ErrNoMachines = &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Minute,
 	Detail: "Machines are not available on this host: an operator installs QEMU (apt-get install qemu-system-x86 qemu-utils) and builds the machine image (./scripts/build-machine-image.sh), then restarts tuxlab; container sandboxes keep working"}
 
+// ErrMachinesOnKubernetes answers a machine template when sandboxes run on
+// Kubernetes: machines need the QEMU driver, which runs them on tuxlab's own
+// host (docs/kubernetes.md says how KubeVirt could run them).
+var ErrMachinesOnKubernetes = &errs.Error{Kind: errs.Unavailable, RetryAfter: time.Hour,
+	Detail: "Machines need the QEMU driver: this install runs sandboxes on Kubernetes (TUXLAB_SANDBOX_ENGINE=kubernetes), where machine templates are not available; container sandboxes keep working"}
+
 // ErrUnsupported is what a driver answers for what its kind of sandbox
 // cannot do yet (a machine's tools volume, changes or shared networks).
 var ErrUnsupported = errs.E(errs.Conflict, "This kind of sandbox does not support this yet")

@@ -38,6 +38,7 @@ type Options struct {
 	PoolMaxAge        time.Duration // a warm sandbox older than this is replaced (default 1h)
 	ToolsImage        string        // the image of trusted tools mounted in every sandbox (default DefaultToolsImage)
 	Machines          Runtime       // the machine driver (internal/sandbox/qemu); nil: machine templates answer ErrNoMachines
+	NoMachines        error         // what machine templates answer when Machines is nil instead of ErrNoMachines (ErrMachinesOnKubernetes)
 	MachineLimits     MachineLimits // what machine templates may ask for
 	Now               func() time.Time
 	Log               *slog.Logger
@@ -175,6 +176,9 @@ func (s *Service) rtFor(k Kind) (Runtime, error) {
 		return s.rt()
 	}
 	if s.opt.Machines == nil {
+		if s.opt.NoMachines != nil {
+			return nil, s.opt.NoMachines
+		}
 		return nil, ErrNoMachines
 	}
 	return s.opt.Machines, nil

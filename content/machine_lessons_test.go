@@ -46,6 +46,15 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"storage-machine-quotas": {
 		{"head -c 30M /dev/zero > /srv/shared/learner/second", "Disk quota exceeded"},
 	},
+	"nfs-time-machine-nfs-server": {
+		{"systemctl is-enabled nfs-server", "disabled"},
+	},
+	"nfs-time-machine-nfs-client": {
+		{"sudo touch /mnt/share/by-root.txt", "Permission denied"},
+	},
+	"nfs-time-machine-time": {
+		{"systemctl is-active chrony", "inactive"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

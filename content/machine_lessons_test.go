@@ -69,6 +69,15 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 		{"sudo systemd-run --quiet --pipe --wait -p ProtectSystem=strict touch /etc/hardening-test", "Read-only file system"},
 		{"sudo systemd-run --quiet --pipe --wait -p User=learner -p NoNewPrivileges=yes sudo -n true", "no new privileges"},
 	},
+	"nfs-time-machine-nfs-server": {
+		{"systemctl is-enabled nfs-server", "disabled"},
+	},
+	"nfs-time-machine-nfs-client": {
+		{"sudo touch /mnt/share/by-root.txt", "Permission denied"},
+	},
+	"nfs-time-machine-time": {
+		{"systemctl is-active chrony", "inactive"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

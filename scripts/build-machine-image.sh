@@ -41,7 +41,7 @@ OUT=${TUXLAB_MACHINE_DIR:-/var/lib/tuxlab/machine}
 # the LFCS-style lessons need a kernel and disks of their own for.
 MACHINE_PACKAGES=(
 	systemd-sysv udev dbus linux-image-cloud-amd64 initramfs-tools zstd kmod
-	lvm2 mdadm cryptsetup cryptsetup-bin nftables quota nfs-common chrony
+	lvm2 mdadm cryptsetup cryptsetup-bin nftables quota nfs-common nfs-kernel-server chrony
 	apparmor apparmor-utils openssh-server qemu-guest-agent e2fsprogs xfsprogs
 	dosfstools parted fdisk procps less iproute2
 )
@@ -194,7 +194,9 @@ in_root systemctl enable systemd-networkd.socket >/dev/null 2>&1
 # the guest's). NFS client services start when a lesson mounts a share
 # (mount.nfs starts rpc.statd; rpcbind.socket activates rpcbind) or enables
 # nfs-client.target. Each of these took 2-7 s of a 1-vCPU boot under TCG.
-in_root systemctl disable chrony.service nfs-client.target rpcbind.service >/dev/null 2>&1 || true
+# The NFS server likewise: a learner enables nfs-server.service (part of a lesson),
+# and a machine that serves nothing does not pay for nfsd and mountd at boot.
+in_root systemctl disable chrony.service nfs-client.target rpcbind.service nfs-server.service >/dev/null 2>&1 || true
 in_root systemctl enable rpcbind.socket >/dev/null 2>&1 || true
 printf '%s\n' '# tuxlab: systemd-networkd and chrony start when the machine has a NIC.' \
 	'ACTION=="add", SUBSYSTEM=="net", KERNEL=="eth*", TAG+="systemd", ENV{SYSTEMD_WANTS}+="systemd-networkd.service chrony.service"' \

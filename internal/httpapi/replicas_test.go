@@ -190,3 +190,29 @@ func TestCreationCutShortByAKill(t *testing.T) {
 		b.Do(apitest.Request{Method: "DELETE", Path: "/api/containers/" + strconv.FormatInt(c.ID, 10), Token: alice.Token}).Expect(t, http.StatusOK)
 	})
 }
+
+// TestReplicasBoundResetMails: the bound on password reset mails an account
+// receives in an hour holds across replicas. Each replica's own limiter lets
+// an address ask auth.ResetsPerAddressPerHour times; asked that many times
+// through each of two replicas, the account is sent that many mails, not
+// twice as many, and every answer is the same 200 (a refusal here would tell
+// who has an account).
+func TestReplicasBoundResetMails(t *testing.T) {
+	t.Parallel()
+	apitest.Each(t, func(t *testing.T, a *apitest.Env) {
+		b := a.Replica() // no mail worker runs: what is asked stays queued
+		a.CreateUser("carol", auth.RoleStudent)
+		for _, env := range []*apitest.Env{a, b} {
+			for range auth.ResetsPerAddressPerHour {
+				forgot(env, "carol@tuxlab.org").Expect(t, http.StatusOK)
+			}
+		}
+		waiting, _, err := a.DB.Mail().CountMail(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting != auth.ResetsPerAddressPerHour {
+			t.Fatalf("%d reset mails queued for one account, want %d", waiting, auth.ResetsPerAddressPerHour)
+		}
+	}, noSMTP)
+}

@@ -386,7 +386,7 @@ var seamReads = map[string][]string{
 	"Profiles":      {"FindProfile"},
 	"Mail":          {"CountMail"},
 	"Leases":        {"LeaseHolder"},
-	"Resets":        {"FindUserByEmail", "FindPasswordReset"},
+	"Resets":        {"FindUserByEmail", "FindPasswordReset", "CountPasswordResets"},
 	"Verifications": {"FindUserByEmail", "FindEmailVerification"},
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},

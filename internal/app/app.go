@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,10 @@ type App struct {
 	// machines is the machine driver (nil: no QEMU here, or TUXLAB_MACHINES=off).
 	machines *qemu.Runtime
 	metrics  *metrics.Metrics // the domains' collectors, on /metrics
+	// holder names this process in the leases table (host name and a random
+	// suffix, new at every start).
+	holder  string
+	leading atomic.Bool // whether this process held the sandbox lease at its last round
 }
 
 // Open connects to the database and applies pending migrations.
@@ -91,7 +96,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, 
 // export) use it as they are. A server calls Start, then Serve; every App
 // ends with Close.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB) (*App, error) {
-	a := &App{Config: cfg, Log: log, DB: db, metrics: metrics.New()}
+	a := &App{Config: cfg, Log: log, DB: db, metrics: metrics.New(), holder: newHolder()}
 	if cfg.Now != nil {
 		db.Now = cfg.Now
 	}
@@ -439,7 +444,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		IdleTimeout: cfg.SandboxIdleTimeout, MaxLifetime: cfg.SandboxMaxLifetime, Log: a.Log, Activity: a.DB.Activity(), Now: cfg.Now,
 		DiskMB: diskMB(cfg.SandboxDiskMB), DiskCheckInterval: cfg.SandboxDiskCheckInterval,
 		PoolSize: cfg.SandboxPoolSize, PoolMaxAge: cfg.SandboxPoolMaxAge, ToolsImage: cfg.SandboxToolsImage,
-		Observer: a.metrics,
+		Observer: a.metrics, Lead: a.leadSandboxes,
 	})
 	if err != nil {
 		a.closeEngine()
@@ -499,6 +504,7 @@ func (a *App) Background(ctx context.Context) {
 		wg.Go(func() { a.machineAccel(ctx) })
 	}
 	a.Sandboxes.Run(ctx, a.Config.SandboxReconcileInterval)
+	a.releaseLease(context.WithoutCancel(ctx), LeaseSandboxes)
 	wg.Wait()
 }
 

@@ -44,6 +44,11 @@ type Options struct {
 	Log               *slog.Logger
 	Activity          activity.Log // records a creation with its row (default: none)
 	Observer          Observer     // hears creation and start latencies and pool hits (default: none)
+	// Lead says, before each round of Run's reconciliation and lifecycle
+	// sweep, whether this process does that round: with several replicas
+	// on one database only the holder of the install's lease does
+	// (internal/app). Nil: always.
+	Lead func(ctx context.Context) bool
 }
 
 func (o *Options) defaults() {
@@ -1125,7 +1130,7 @@ func (s *Service) reconcileOn(ctx context.Context, rt Runtime, rows []*Container
 }
 
 // Run reconciles at once and then sweeps and reconciles every interval until
-// ctx ends, checks once that sandbox networks reach nothing on the host
+// ctx ends (each round only when Options.Lead says this process leads), checks once that sandbox networks reach nothing on the host
 // (CheckIsolation), watches sandboxes' disk use every DiskCheckInterval, and
 // keeps the warm pool filled, with its heartbeat. Failures are logged; the
 // loops go on. Run returns once every loop has ended, the warm pool is
@@ -1154,16 +1159,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		if anyRuntime {
+		if anyRuntime && s.leads(ctx) {
 			if err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox reconciliation", "error", err.Error())
 			}
 			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.opt.Log.Warn("sandbox lifecycle sweep", "error", err.Error())
 			}
-			if s.runtime != nil {
-				s.checkIsolationOnce(ctx)
-			}
+		}
+		if anyRuntime && s.runtime != nil {
+			s.checkIsolationOnce(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -1171,4 +1176,10 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 		case <-tick.C:
 		}
 	}
+}
+
+// leads says whether this process runs this round of reconciliation and
+// sweep (Options.Lead).
+func (s *Service) leads(ctx context.Context) bool {
+	return s.opt.Lead == nil || s.opt.Lead(ctx)
 }

@@ -30,6 +30,20 @@ func (s *ResetStore) CreatePasswordReset(ctx context.Context, t *auth.PasswordRe
 	return s.createToken(ctx, "password_resets", t)
 }
 
+// CountPasswordResets locks user userID's row (FOR UPDATE on PostgreSQL;
+// SQLite's write transactions run one at a time) and counts the resets
+// made for the user at or after since.
+func (s *ResetStore) CountPasswordResets(ctx context.Context, userID int64, since time.Time) (int, error) {
+	var uid int64
+	if err := s.q(ctx).QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+s.dialect.ForUpdate, userID).Scan(&uid); err != nil {
+		return 0, translate(err)
+	}
+	var n int
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT count(*) FROM password_resets WHERE user_id = $1 AND created_at >= $2`,
+		userID, since.UTC()).Scan(&n)
+	return n, err
+}
+
 // FindPasswordReset returns the reset with token hash tokenHash, locked
 // FOR UPDATE on PostgreSQL inside a transaction (SQLite's write
 // transactions run one at a time), or an errs.NotFound error.

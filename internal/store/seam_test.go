@@ -92,6 +92,10 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 		ExpiresAt: seamNow.Add(time.Hour), MaxPoints: 1}, ExamID: f.exam.ID}
 	must(db.Exams().CreateAttempt(ctx, f.examTry, 0))
 	must(db.Mail().EnqueueMail(ctx, mail.Message{To: "learner@tuxlab.org", Subject: "s", Body: "b"}, seamNow))
+	must(func() error {
+		_, err := db.Leases().AcquireLease(ctx, "seam-held", "seam-holder", seamNow, time.Hour)
+		return err
+	}())
 	must(db.Resets().CreatePasswordReset(ctx, &auth.PasswordReset{UserID: f.user.ID, TokenHash: "00ff",
 		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}))
 	must(db.Verifications().CreateEmailVerification(ctx, &auth.EmailVerification{UserID: f.user.ID, TokenHash: "00ff",
@@ -311,6 +315,16 @@ var seamWrites = []seamWrite{
 	{"Mail", "MailSent", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Mail().MailSent(ctx, 1, seamNow)
 	}},
+	{"Leases", "AcquireLease", func(ctx context.Context, f *seamFixture) error {
+		ok, err := f.db.Leases().AcquireLease(ctx, "seam", "one", seamNow, time.Minute)
+		if err == nil && !ok {
+			err = errors.New("not acquired")
+		}
+		return err
+	}},
+	{"Leases", "ReleaseLease", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Leases().ReleaseLease(ctx, "seam-held", "seam-holder")
+	}},
 	{"Mail", "MailFailed", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Mail().MailFailed(ctx, 1, "down", seamNow.Add(time.Minute), true)
 	}},
@@ -371,7 +385,8 @@ var seamReads = map[string][]string{
 		"FindUserAttempts"},
 	"Profiles":      {"FindProfile"},
 	"Mail":          {"CountMail"},
-	"Resets":        {"FindUserByEmail", "FindPasswordReset"},
+	"Leases":        {"LeaseHolder"},
+	"Resets":        {"FindUserByEmail", "FindPasswordReset", "CountPasswordResets"},
 	"Verifications": {"FindUserByEmail", "FindEmailVerification"},
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},
@@ -384,13 +399,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases",
 	"ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -482,7 +497,7 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes"} {
+		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes", "leases"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -46,6 +46,9 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"storage-machine-quotas": {
 		{"head -c 30M /dev/zero > /srv/shared/learner/second", "Disk quota exceeded"},
 	},
+	"network-machine-runtime": {
+		{"ip link show dummy0", `Device "dummy0" does not exist.`},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

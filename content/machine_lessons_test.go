@@ -49,6 +49,9 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"network-machine-runtime": {
 		{"ip link show dummy0", `Device "dummy0" does not exist.`},
 	},
+	"network-machine-networkd": {
+		{"systemctl is-active systemd-networkd", "inactive"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

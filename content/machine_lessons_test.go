@@ -52,6 +52,9 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"network-machine-networkd": {
 		{"systemctl is-active systemd-networkd", "inactive"},
 	},
+	"network-machine-names": {
+		{"ls -l /etc/resolv.conf", "No such file or directory"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

@@ -78,6 +78,15 @@ var failsOnPurpose = map[string][]struct{ command, says string }{
 	"nfs-time-machine-time": {
 		{"systemctl is-active chrony", "inactive"},
 	},
+	"network-machine-runtime": {
+		{"ip link show dummy0", `Device "dummy0" does not exist.`},
+	},
+	"network-machine-networkd": {
+		{"systemctl is-active systemd-networkd", "inactive"},
+	},
+	"network-machine-names": {
+		{"ls -l /etc/resolv.conf", "No such file or directory"},
+	},
 }
 
 // machineModules returns the bundled modules whose laboratory runs on the

@@ -194,6 +194,7 @@ func proveLab(t *testing.T, e *apitest.Env, u *apitest.User, l *lab.Lab) {
 
 func proveExam(t *testing.T, e *apitest.Env, u *apitest.User, x *exam.Exam) {
 	ctx := context.Background()
+	requireTemplate(t, e, *x.TemplateID)
 	a := actor.User(u.ID)
 	c, err := e.App.Sandboxes.Create(ctx, a, sandbox.NewContainer{TemplateID: *x.TemplateID})
 	if err != nil {

@@ -185,6 +185,7 @@ func TestExamsPlayedThroughTheTerminal(t *testing.T) {
 			Slug         string `json:"slug"`
 			HasPractical bool   `json:"has_practical"`
 			MaxAttempts  int    `json:"max_attempts"`
+			TemplateID   *int64 `json:"template_id"`
 		}
 		e.Get("/api/exams", learner.Token).Expect(t, http.StatusOK).JSON(t, &exams)
 		played := 0
@@ -194,6 +195,7 @@ func TestExamsPlayedThroughTheTerminal(t *testing.T) {
 			}
 			played++
 			t.Run(x.Slug, func(t *testing.T) {
+				requireTemplate(t, e, *x.TemplateID)
 				if x.MaxAttempts == 1 {
 					t.Fatal("an exam of one attempt cannot be failed first and passed next")
 				}

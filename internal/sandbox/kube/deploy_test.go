@@ -40,6 +40,8 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/config"
+	"tuxlab/internal/sandbox"
+	"tuxlab/internal/sandbox/kube"
 )
 
 // manifestDir holds the Kubernetes manifests of tuxlab (docs/operations.md,
@@ -521,4 +523,144 @@ func waitNamespaceNotTerminating(ctx context.Context, t *testing.T, cs kubernete
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// TestRoleSufficesForTheDriver: the manifests' Role, bound to a user of the
+// test's own, lets the driver acting as that user (impersonated) run a whole
+// sandbox: create, start (with the "none" network's policy), a command
+// through exec, a terminal, disk usage, a network made and removed, list,
+// stop and remove. TestRBACIsTheDriversAndNamespaced holds the Role to no
+// more than these calls; this test, to no less. The one call it does not
+// allow is the cluster-wide list of nodes, made for an image without a
+// registry host.
+func TestRoleSufficesForTheDriver(t *testing.T) {
+	t.Parallel()
+	admin := requireCluster(t)
+	if admin == nil {
+		return
+	}
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		path = defaultKubeconfig
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := admin.Namespace()
+	id := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	user := "tuxlab-deploy-test-" + id
+
+	role := only[*rbacv1.Role](t, readManifests(t, manifestDir)).DeepCopy()
+	role.ObjectMeta = metav1.ObjectMeta{Name: user, Namespace: ns}
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, err := range []error{cs.RbacV1().RoleBindings(ns).Delete(ctx, user, metav1.DeleteOptions{}),
+			cs.RbacV1().Roles(ns).Delete(ctx, user, metav1.DeleteOptions{})} {
+			if err != nil {
+				t.Errorf("deleting the test's RBAC: %v", err)
+			}
+		}
+	})
+
+	// A kubeconfig of the admin's acting as user.
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = user
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := rt.ImageExists(ctx, "tuxlab/sandbox-busybox:latest"); !apierrors.IsForbidden(err) {
+		t.Errorf("ImageExists of an image without a registry host as %s: %v; want forbidden (list nodes)", user, err)
+	}
+	if ok, err := rt.ImageExists(ctx, "registry.example.org/tuxlab/sandbox-busybox:1"); !ok || err != nil {
+		t.Errorf("ImageExists of a registry's image: %v, %v; want true without asking the cluster", ok, err)
+	}
+	// The Role may take a moment to reach the authorizer.
+	var sid string
+	for {
+		sid, err = rt.Create(ctx, sandbox.Spec{
+			Name: "tuxlab-deploy-" + id, Image: "tuxlab/sandbox-busybox:latest", Hostname: "deploy", User: "0",
+			Cmd:    []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
+			Labels: map[string]string{sandbox.LabelManaged: "deploy-test", sandbox.LabelInstance: user},
+			// ToolsVolume would list nodes to find the tools image: named directly.
+			MemoryBytes: 64 << 20, NanoCPUs: 500_000_000, Network: "none", ToolsVolume: sandbox.DefaultToolsImage,
+		})
+		if !apierrors.IsForbidden(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("Create as %s: %v", user, err)
+	}
+	t.Cleanup(func() {
+		if err := admin.Remove(context.Background(), sid); err != nil && !errors.Is(err, sandbox.ErrGone) {
+			t.Errorf("removing sandbox %s: %v", sid, err)
+		}
+	})
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s as %s: %v", what, user, err)
+		}
+	}
+	step("Start", rt.Start(ctx, sid))
+	st, err := rt.Inspect(ctx, sid)
+	step("Inspect", err)
+	if !st.Running {
+		t.Fatalf("Inspect after Start: %+v; want running", st)
+	}
+	var out bytes.Buffer
+	code, err := rt.Run(ctx, sid, sandbox.ExecSpec{Cmd: []string{"echo", "deployed"}}, nil, &out, io.Discard)
+	step("Run", err)
+	if code != 0 || strings.TrimSpace(out.String()) != "deployed" {
+		t.Errorf("Run echo: %d %q", code, out.String())
+	}
+	sess, err := rt.Exec(ctx, sid, sandbox.ExecSpec{Cmd: []string{"/bin/sh"}, TTY: true})
+	step("Exec", err)
+	step("Resize", sess.Resize(ctx, 100, 30))
+	_, err = sess.Write([]byte("exit 3\n"))
+	step("terminal input", err)
+	go io.Copy(io.Discard, sess)
+	code, err = sess.Wait(ctx)
+	step("terminal's end", err)
+	if code != 3 {
+		t.Errorf("terminal ended with %d; want 3", code)
+	}
+	sess.Close()
+	_, err = rt.DiskUsage(ctx, []string{sid})
+	step("DiskUsage", err)
+	network := "tuxlab-deploy-" + id + "-net"
+	step("EnsureNetwork", rt.EnsureNetwork(ctx, network, map[string]string{sandbox.LabelInstance: user}))
+	step("RemoveNetwork", rt.RemoveNetwork(ctx, network))
+	list, err := rt.List(ctx, map[string]string{sandbox.LabelInstance: user})
+	step("List", err)
+	if len(list) != 1 || list[0].EngineID != sid {
+		t.Errorf("List: %+v; want %s", list, sid)
+	}
+	step("Stop", rt.Stop(ctx, sid, time.Second))
+	step("Remove", rt.Remove(ctx, sid))
 }

@@ -39,6 +39,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"tuxlab/internal/apitest"
+	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/kube"
@@ -663,4 +664,27 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 	}
 	step("Stop", rt.Stop(ctx, sid, time.Second))
 	step("Remove", rt.Remove(ctx, sid))
+
+	// Through the API, as that identity: a template whose image has no
+	// registry host is a clear 503 telling the operator what to do, not a
+	// 500 (the driver may not list the nodes).
+	e := apitest.New(t, "sqlite", func(c *config.Config) {
+		c.SandboxEngine, c.Kubeconfig, c.KubeNamespace = "kubernetes", kcPath, ns
+	})
+	u := e.CreateUser("learner", auth.RoleStudent)
+	var templates []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	e.Get("/api/sandbox-templates", "").Expect(t, http.StatusOK).JSON(t, &templates)
+	for _, tpl := range templates {
+		if tpl.Name != "BusyBox" {
+			continue
+		}
+		r := e.Do(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: u.Token,
+			Body: map[string]any{"template_id": tpl.ID}}).Expect(t, http.StatusServiceUnavailable)
+		if !strings.Contains(r.Detail(), "registry") {
+			t.Errorf("a template image without a registry host answered %q; want the operator told to name its registry", r.Detail())
+		}
+	}
 }

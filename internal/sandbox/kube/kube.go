@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 )
 
@@ -158,13 +159,20 @@ func (r *Runtime) Ping(ctx context.Context) error {
 // ImageExists reports whether an image is on one of the cluster's nodes, as
 // their status lists them (a kubelet reports its 50 largest images by
 // default). An image in an operator's registry (a name with a registry host)
-// counts as there: nodes pull it when a pod needs it.
+// counts as there: nodes pull it when a pod needs it. Listing nodes is
+// cluster-wide, which the manifests of deploy/kubernetes do not grant: an
+// identity that may not is told (503) to name the image with its registry.
 func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 	full := normalizeImage(image)
 	if hasRegistry(image) {
 		return true, nil
 	}
 	nodes, err := r.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return false, &errs.Error{Kind: errs.Unavailable, Err: err, Detail: fmt.Sprintf(
+			"The image %s is named without a registry host, and tuxlab may not list the cluster's nodes to find it: "+
+				"an operator must push it to a registry and name it with the registry (docs/kubernetes.md)", image)}
+	}
 	if err != nil {
 		return false, wrap(err)
 	}

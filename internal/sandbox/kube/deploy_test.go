@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -41,6 +42,7 @@ import (
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
+	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/kube"
 )
@@ -685,6 +687,86 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 			Body: map[string]any{"template_id": tpl.ID}}).Expect(t, http.StatusServiceUnavailable)
 		if !strings.Contains(r.Detail(), "registry") {
 			t.Errorf("a template image without a registry host answered %q; want the operator told to name its registry", r.Detail())
+		}
+	}
+}
+
+// TestSandboxesPassPodSecurity: in a namespace labelled as the manifests'
+// sandbox namespace (Pod Security "baseline" enforced, so that tuxlab's
+// right to create pods there cannot make a privileged one), a sandbox with
+// the Debian template's capabilities starts, and one whose template keeps
+// NET_RAW, which tuxlab allows and baseline does not, is refused with a 503
+// that names the rule.
+func TestSandboxesPassPodSecurity(t *testing.T) {
+	t.Parallel()
+	if requireCluster(t) == nil {
+		return
+	}
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		path = defaultKubeconfig
+	}
+	var sandboxNS *corev1.Namespace
+	ms := readManifests(t, manifestDir)
+	cm := only[*corev1.ConfigMap](t, ms)
+	for _, m := range ms {
+		if ns, ok := m.obj.(*corev1.Namespace); ok && ns.Name == cm.Data["TUXLAB_KUBE_NAMESPACE"] {
+			sandboxNS = ns
+		}
+	}
+	if sandboxNS == nil || sandboxNS.Labels["pod-security.kubernetes.io/enforce"] != "baseline" {
+		t.Fatalf("the sandbox namespace %+v enforces no Pod Security baseline", sandboxNS)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	name := "tuxlab-deploy-psa-" + id
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sandboxNS.Labels}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the test's namespace %s: %v", name, err)
+		}
+	})
+	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		caps    []string
+		refused bool
+	}{
+		{"debian's capabilities", []string{"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}, false},
+		{"net_raw", []string{"NET_RAW"}, true},
+	}
+	for i, tt := range tests {
+		sid, err := rt.Create(ctx, sandbox.Spec{
+			Name: fmt.Sprintf("tuxlab-psa-%s-%d", id, i), Image: "tuxlab/sandbox-busybox:latest", User: "0",
+			Cmd:    []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
+			Labels: map[string]string{sandbox.LabelManaged: "deploy-test", sandbox.LabelInstance: name},
+			CapAdd: tt.caps, MemoryBytes: 64 << 20, NanoCPUs: 500_000_000, Network: "none", ToolsVolume: sandbox.DefaultToolsImage,
+		})
+		if err != nil {
+			t.Fatalf("%s: Create: %v", tt.name, err)
+		}
+		err = rt.Start(ctx, sid)
+		var e *errs.Error
+		switch {
+		case !tt.refused && err != nil:
+			t.Errorf("%s: Start: %v; want it running under baseline", tt.name, err)
+		case tt.refused && (!errors.As(err, &e) || e.Kind != errs.Unavailable || !strings.Contains(e.Detail, "NET_RAW")):
+			t.Errorf("%s: Start: %v; want a 503 naming NET_RAW", tt.name, err)
+		}
+		if err := rt.Remove(ctx, sid); err != nil {
+			t.Errorf("%s: Remove: %v", tt.name, err)
 		}
 	}
 }

@@ -433,7 +433,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 			return err
 		}
 		if p, err = r.cs.CoreV1().Pods(r.ns).Create(ctx, r.podFor(cm, s), metav1.CreateOptions{}); err != nil {
-			return wrap(err)
+			return refused(err)
 		}
 	}
 	started, err := r.waitRunning(ctx, id)
@@ -447,6 +447,22 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		return r.recordBase(ctx, id, p)
 	}
 	return nil
+}
+
+// refused says why the API server refused a sandbox's pod when its
+// admission did (Pod Security "baseline" on the sandbox namespace refuses a
+// template's NET_RAW): a 503 naming the rule, which an operator must change,
+// instead of an internal error.
+func refused(err error) error {
+	if !apierrors.IsForbidden(err) {
+		return wrap(err)
+	}
+	msg := err.Error()
+	if st, ok := err.(apierrors.APIStatus); ok {
+		msg = st.Status().Message
+	}
+	return &errs.Error{Kind: errs.Unavailable, Err: err,
+		Detail: "The cluster refuses this sandbox's pod (an operator must change the template or the namespace's policy): " + msg}
 }
 
 // annotate sets (or, for "", removes) annotations of sandbox id's record.

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
 )
 
@@ -158,13 +159,20 @@ func (r *Runtime) Ping(ctx context.Context) error {
 // ImageExists reports whether an image is on one of the cluster's nodes, as
 // their status lists them (a kubelet reports its 50 largest images by
 // default). An image in an operator's registry (a name with a registry host)
-// counts as there: nodes pull it when a pod needs it.
+// counts as there: nodes pull it when a pod needs it. Listing nodes is
+// cluster-wide, which the manifests of deploy/kubernetes do not grant: an
+// identity that may not is told (503) to name the image with its registry.
 func (r *Runtime) ImageExists(ctx context.Context, image string) (bool, error) {
 	full := normalizeImage(image)
 	if hasRegistry(image) {
 		return true, nil
 	}
 	nodes, err := r.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return false, &errs.Error{Kind: errs.Unavailable, Err: err, Detail: fmt.Sprintf(
+			"The image %s is named without a registry host, and tuxlab may not list the cluster's nodes to find it: "+
+				"an operator must push it to a registry and name it with the registry (docs/kubernetes.md)", image)}
+	}
 	if err != nil {
 		return false, wrap(err)
 	}
@@ -425,7 +433,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 			return err
 		}
 		if p, err = r.cs.CoreV1().Pods(r.ns).Create(ctx, r.podFor(cm, s), metav1.CreateOptions{}); err != nil {
-			return wrap(err)
+			return refused(err)
 		}
 	}
 	started, err := r.waitRunning(ctx, id)
@@ -439,6 +447,22 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 		return r.recordBase(ctx, id, p)
 	}
 	return nil
+}
+
+// refused says why the API server refused a sandbox's pod when its
+// admission did (Pod Security "baseline" on the sandbox namespace refuses a
+// template's NET_RAW): a 503 naming the rule, which an operator must change,
+// instead of an internal error.
+func refused(err error) error {
+	if !apierrors.IsForbidden(err) {
+		return wrap(err)
+	}
+	msg := err.Error()
+	if st, ok := err.(apierrors.APIStatus); ok {
+		msg = st.Status().Message
+	}
+	return &errs.Error{Kind: errs.Unavailable, Err: err,
+		Detail: "The cluster refuses this sandbox's pod (an operator must change the template or the namespace's policy): " + msg}
 }
 
 // annotate sets (or, for "", removes) annotations of sandbox id's record.

@@ -84,7 +84,13 @@ func (r *Runtime) podFor(cm *corev1.ConfigMap, s sandbox.Spec) *corev1.Pod {
 				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				AllowPrivilegeEscalation: &no,
 			},
-			Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")}},
+			// Small requests: left out they would be the limits, and the
+			// scheduler reserves a pod's largest init container when it is
+			// above its containers' sum (500m CPU for a sandbox of 250m).
+			Resources: corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi"), corev1.ResourceCPU: resource.MustParse("10m")},
+			},
 			VolumeMounts: []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsMountDir}},
 		}}
 	}

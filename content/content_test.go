@@ -94,6 +94,10 @@ func TestBundledChecksProvenBothWays(t *testing.T) {
 		c.BundledCurriculum = true
 		c.LabCheckInterval = time.Millisecond
 		c.SandboxMaxRunning, c.SandboxMaxPerUser, c.SandboxMaxRunningPerUser = 100, 100, 100
+		// Machines under TCG on CI's two cores, several at once, run a check
+		// in seconds to tens of seconds; the default (10 s) is for a host
+		// that is not running this suite beside them.
+		c.CheckTimeout = time.Minute
 	})
 	ctx := context.Background()
 	labs, err := e.App.Labs.Labs(ctx)
@@ -449,6 +453,21 @@ func requireTemplate(t *testing.T, e *apitest.Env, templateID int64) {
 			apitest.RequireMachines(t)
 		}
 	}
+}
+
+// onMachineTemplate says whether template templateID makes machines.
+func onMachineTemplate(t *testing.T, e *apitest.Env, templateID int64) bool {
+	t.Helper()
+	tpls, err := e.App.Sandboxes.Templates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tpl := range tpls {
+		if tpl.ID == templateID {
+			return tpl.Kind == sandbox.KindMachine
+		}
+	}
+	return false
 }
 
 // hasSolution says whether lab file l has a solution: its own, or one on

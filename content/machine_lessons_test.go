@@ -219,7 +219,7 @@ func TestMachineLessonsTypedInAMachine(t *testing.T) {
 	if tid == 0 {
 		t.Fatalf("no template %q", sandbox.MachineTemplateName)
 	}
-	// Modules play side by side, a few at a time: a machine spends most of a
+	// Modules play side by side, two at a time: a machine spends most of a
 	// lesson waiting for the next command, and the modules are independent
 	// (each has its own learner and machine).
 	slots := make(chan struct{}, machineModulesAtOnce)
@@ -253,7 +253,7 @@ func TestMachineLessonsTypedInAMachine(t *testing.T) {
 
 // machineModulesAtOnce is how many machine modules have their lessons typed
 // at the same time.
-const machineModulesAtOnce = 3
+const machineModulesAtOnce = 2
 
 // lessonShell is a learner's terminal in a machine whose prompt carries the
 // exit status of the last command.

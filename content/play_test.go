@@ -16,7 +16,6 @@ import (
 	"tuxlab/internal/exam"
 	"tuxlab/internal/lab"
 	"tuxlab/internal/sandbox"
-	"tuxlab/internal/store"
 )
 
 // These tests play the bundled laboratories and exams as a learner does: on
@@ -60,7 +59,7 @@ type labAttemptBody struct {
 // into the terminal, and, once the terminal is closed, is submitted with
 // every task passed and a score of 100. No sandbox is deleted by hand on the
 // way: a submitted lab's sandbox must not keep the next one from starting.
-// Labs on machines are played on SQLite only.
+// Labs on machines are left to TestBundledChecksProvenBothWays.
 func TestLabsPlayedThroughTheTerminal(t *testing.T) {
 	t.Parallel()
 	apitest.RequireImage(t, apitest.DebianImage)
@@ -83,10 +82,11 @@ func TestLabsPlayedThroughTheTerminal(t *testing.T) {
 			t.Fatalf("%d laboratories served, %d bundled", len(labs), len(files))
 		}
 		for _, l := range labs {
-			// A machine lab is played on one database: what it adds is the
-			// machines, the same on both, and each boot is minutes of CI's
-			// two cores (TestBundledChecksProvenBothWays proves it again).
-			if e.Engine != store.SQLite && onMachine[l.Slug] {
+			// Labs on machines are proven by TestBundledChecksProvenBothWays,
+			// side by side; played here, one after the other, each boot
+			// would add minutes of CI's two cores. Their terminals are
+			// typed into by TestLabOfTwoMachines and the lessons' test.
+			if onMachine[l.Slug] {
 				continue
 			}
 			t.Run(l.Slug, func(t *testing.T) { playLab(t, e, learner, l.ID) })
@@ -190,7 +190,9 @@ func TestExamsPlayedThroughTheTerminal(t *testing.T) {
 		e.Get("/api/exams", learner.Token).Expect(t, http.StatusOK).JSON(t, &exams)
 		played := 0
 		for _, x := range exams {
-			if !x.HasPractical {
+			// An exam on a machine is proven by TestBundledChecksProvenBothWays
+			// (as labs on machines are, see above).
+			if !x.HasPractical || onMachineTemplate(t, e, *x.TemplateID) {
 				continue
 			}
 			played++

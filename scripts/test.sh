@@ -157,4 +157,4 @@ else
 fi
 race=()
 if command -v gcc >/dev/null; then race=(-race); fi
-go test "${race[@]}" -count=1 -timeout 30m ./... "$@"
+go test "${race[@]}" -count=1 -timeout 50m ./... "$@"

@@ -137,7 +137,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sand
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ss := &session{r: r, id: id, in: inW, out: outR, cancel: cancel, done: make(chan struct{}),
-		sizes: make(chan remotecommand.TerminalSize, 4)}
+		sizes: make(chan remotecommand.TerminalSize, 1), resized: make(chan remotecommand.TerminalSize)}
 	opts := remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Tty: s.TTY}
 	if s.TTY {
 		opts.TerminalSizeQueue = ss
@@ -159,16 +159,20 @@ func (r *Runtime) Exec(ctx context.Context, id string, s sandbox.ExecSpec) (sand
 
 // session is a running exec of the exec API.
 type session struct {
-	r      *Runtime
-	id     string
-	in     *io.PipeWriter
-	out    *io.PipeReader
-	sizes  chan remotecommand.TerminalSize
-	cancel context.CancelFunc
-	done   chan struct{}
-	code   int
-	err    error
-	once   sync.Once
+	r     *Runtime
+	id    string
+	in    *io.PipeWriter
+	out   *io.PipeReader
+	sizes chan remotecommand.TerminalSize // the size the exec opens with
+	// resized hands Resize's sizes to the stream, unbuffered: Resize returns
+	// once the stream has taken the size, so what is typed next meets the
+	// new size as it does on Docker, whose resize is a call.
+	resized chan remotecommand.TerminalSize
+	cancel  context.CancelFunc
+	done    chan struct{}
+	code    int
+	err     error
+	once    sync.Once
 }
 
 func (s *session) Read(p []byte) (int, error)  { return s.out.Read(p) }
@@ -186,15 +190,24 @@ func (s *session) Close() error {
 
 // Next gives remotecommand the sizes Resize asks for; nil ends the queue.
 func (s *session) Next() *remotecommand.TerminalSize {
+	// The opening size first: a select between ready channels picks at
+	// random, and a Resize taken before it would be undone by it.
 	select {
 	case size := <-s.sizes:
+		return &size
+	default:
+	}
+	select {
+	case size := <-s.sizes:
+		return &size
+	case size := <-s.resized:
 		return &size
 	case <-s.done:
 		return nil
 	}
 }
 
-// Resize queues a terminal size for the stream.
+// Resize hands a terminal size to the stream and returns once it took it.
 func (s *session) Resize(ctx context.Context, cols, rows uint) error {
 	select {
 	case <-s.done:
@@ -202,7 +215,7 @@ func (s *session) Resize(ctx context.Context, cols, rows uint) error {
 	default:
 	}
 	select {
-	case s.sizes <- remotecommand.TerminalSize{Width: uint16(cols), Height: uint16(rows)}:
+	case s.resized <- remotecommand.TerminalSize{Width: uint16(cols), Height: uint16(rows)}:
 		return nil
 	case <-s.done:
 		return fmt.Errorf("%w: the exec has ended", sandbox.ErrGone)

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,15 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 
 // New returns a driver for the cluster o names, without asking it anything.
 func New(o Options) (*Runtime, error) {
+	// Every New passes through the Once, so each runtime's requests come
+	// after the logger is set (the Once orders them), whichever New set it.
+	klogOnce.Do(func() {
+		log := o.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		klog.SetSlogLogger(log.With("component", "client-go"))
+	})
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes configuration: %w", err)
@@ -98,14 +108,17 @@ func New(o Options) (*Runtime, error) {
 	if o.Namespace == "" {
 		o.Namespace = "tuxlab-sandboxes"
 	}
-	if o.Log != nil {
-		klog.SetSlogLogger(o.Log.With("component", "client-go"))
-	}
 	if o.PullPolicy == "" {
 		o.PullPolicy = corev1.PullIfNotPresent
 	}
 	return &Runtime{cs: cs, cfg: cfg, ns: o.Namespace, pull: o.PullPolicy}, nil
 }
+
+// klogOnce sets client-go's logger once: klog's logger is the process's,
+// and setting it while another runtime's requests read it is a data race
+// (seen under -race with two runtimes in one test binary). The first
+// runtime's logger is kept.
+var klogOnce sync.Once
 
 // restConfig loads path, or the in-cluster configuration, or the default
 // kubeconfig (KUBECONFIG, ~/.kube/config).

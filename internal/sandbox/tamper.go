@@ -194,6 +194,17 @@ func (s *Service) Tampering(ctx context.Context, c *Container) (*Tampering, erro
 	return t, nil
 }
 
+// verifyBound is how long the verification of c's system files may take:
+// 30 s in a container; 120 s in a machine, whose whole Debian runs under
+// TCG on hosts without KVM and took more than 30 s there with several
+// machines busy (CI, 2 cores).
+func verifyBound(c *Container) time.Duration {
+	if c.Kind == KindMachine {
+		return 120 * time.Second
+	}
+	return 30 * time.Second
+}
+
 // verify runs verifyScript in c, as root with the trusted tools only, with
 // the suspects from the engine's changes, and adds to t what it found
 // unexplained. A verification that does not finish makes t Unverified:
@@ -212,10 +223,11 @@ func (s *Service) verify(ctx context.Context, rt Runtime, c *Container, created 
 		}
 		fmt.Fprintf(&in, "%s\t%s\n", kind, ch.Path)
 	}
+	bound := verifyBound(c)
 	spec := ExecSpec{User: "root", Dir: "/", Cmd: slices.Concat([]string{trustedEnv, "-i"}, scriptEnv,
-		[]string{trustedTimeout, "-s", "KILL", "30", trustedSh, "-c", verifyScript, "verify",
+		[]string{trustedTimeout, "-s", "KILL", strconv.Itoa(int(bound.Seconds())), trustedSh, "-c", verifyScript, "verify",
 			strconv.Itoa(maxTampers), strconv.FormatInt(created.Unix(), 10)})}
-	ctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, bound+5*time.Second)
 	defer cancel()
 	out := &capped{max: 64 << 10}
 	code, err := rt.Run(ctx, c.EngineID, spec, strings.NewReader(in.String()), out, io.Discard)
@@ -287,8 +299,8 @@ echo ok`
 // could otherwise swap a system file in while checks run and back after.
 func (s *Service) changedSince(ctx context.Context, rt Runtime, c *Container, before *Tampering) (*Tampering, error) {
 	spec := ExecSpec{User: "root", Dir: "/", Cmd: slices.Concat([]string{trustedEnv, "-i"}, scriptEnv,
-		[]string{trustedTimeout, "-s", "KILL", "30", trustedSh, "-c", changedScript, "changed", before.atUnix, before.at})}
-	ctx, cancel := context.WithTimeout(ctx, 35*time.Second)
+		[]string{trustedTimeout, "-s", "KILL", strconv.Itoa(int(verifyBound(c).Seconds())), trustedSh, "-c", changedScript, "changed", before.atUnix, before.at})}
+	ctx, cancel := context.WithTimeout(ctx, verifyBound(c)+5*time.Second)
 	defer cancel()
 	out := &capped{max: 64 << 10}
 	code, err := rt.Run(ctx, c.EngineID, spec, nil, out, io.Discard)

@@ -190,7 +190,8 @@ func (s *session) Close() error {
 
 // Next gives remotecommand the sizes Resize asks for; nil ends the queue.
 func (s *session) Next() *remotecommand.TerminalSize {
-	// The opening size first: a select between ready channels picks at
+	// The opening size first (it is queued before the stream starts, so it
+	// is there now or never): a select between ready channels picks at
 	// random, and a Resize taken before it would be undone by it.
 	select {
 	case size := <-s.sizes:
@@ -198,8 +199,6 @@ func (s *session) Next() *remotecommand.TerminalSize {
 	default:
 	}
 	select {
-	case size := <-s.sizes:
-		return &size
 	case size := <-s.resized:
 		return &size
 	case <-s.done:

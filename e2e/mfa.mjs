@@ -42,7 +42,12 @@ const user = `mfa${Date.now().toString(36).slice(-6)}`;
 const password = "correct horse battery";
 let secret, codes;
 
-await step("sign up and open the profile", async () => {
+await step("sign up and open the profile before the lessons have loaded", async () => {
+  // The start page's data is held back until the profile is drawn: its late
+  // answer must not overwrite the page the learner moved to (CI saw it).
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.route("**/api/lessons/modules", async (route) => { await held; await route.continue(); });
   await page.goto(base + "/signup");
   await page.waitForSelector('input[name="email"]');
   await page.fill('input[name="username"]', user);
@@ -52,6 +57,12 @@ await step("sign up and open the profile", async () => {
   await page.waitForURL((u) => new URL(u).pathname === "/");
   await page.click('nav a[href="/profile"]');
   await page.waitForSelector("#two-factor-title");
+  const late = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/lessons/modules");
+  release();
+  await late;
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+  await page.unroute("**/api/lessons/modules");
+  expect(await page.$("#two-factor") !== null, `the start page's late answer replaced the profile: the page shows "${await page.textContent("main h1")}"`);
   expect(/Off\./.test(await page.textContent("#two-factor")), "the two-factor section does not say it is off");
 });
 

@@ -143,9 +143,13 @@ async function render() {
   }
   drawNav(route.nav);
   currentNav = route.nav;
-  clear(main, h("p", { class: "loading" }, "Loading…"));
+  // Each page draws into an element of its own: a page still awaiting its
+  // data when the learner has moved on then fills a detached element, and
+  // never overwrites the page drawn after it.
+  const page = h("div", { class: "page" }, h("p", { class: "loading" }, "Loading…"));
+  clear(main, page);
   const ctx = {
-    main, params, me, go,
+    main: page, params, me, go,
     query: new URLSearchParams(location.search),
     title: (t) => { document.title = t ? `${t} · tuxlab` : "tuxlab"; },
     cleanup: (fn) => cleanups.push(fn),

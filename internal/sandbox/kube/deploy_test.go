@@ -188,6 +188,7 @@ var driverRules = map[string][]string{
 	"/configmaps":                       {"create", "delete", "get", "list", "patch"},
 	"/pods":                             {"create", "delete", "get", "list"},
 	"/pods/exec":                        {"create", "get"}, // POST for SPDY, GET for WebSocket
+	"/persistentvolumeclaims":           {"create", "delete"},
 	"networking.k8s.io/networkpolicies": {"create", "delete", "get"},
 }
 

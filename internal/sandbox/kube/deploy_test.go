@@ -591,7 +591,8 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns})
+	// With kept state: the Role must grant the claims too.
+	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,7 +31,9 @@ func storageClass() string {
 }
 
 // requireStateCluster is requireCluster's driver with kept state, and an
-// admin client of the same cluster.
+// admin client of the same cluster. A class without a provisioner (kube-up's)
+// must have volumes left for the test's sandboxes (the contract makes 4):
+// without, they would wait for one until their deadline.
 func requireStateCluster(t *testing.T) (*kube.Runtime, kubernetes.Interface) {
 	t.Helper()
 	if requireCluster(t) == nil {
@@ -48,7 +51,29 @@ func requireStateCluster(t *testing.T) (*kube.Runtime, kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rt, kubernetes.NewForConfigOrDie(rc)
+	cs := kubernetes.NewForConfigOrDie(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sc, err := cs.StorageV1().StorageClasses().Get(ctx, storageClass(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("storage class %s (scripts/kube-up.sh makes tuxlab-local; TUXLAB_KUBE_STORAGE_CLASS names another): %v", storageClass(), err)
+	}
+	if sc.Provisioner == "kubernetes.io/no-provisioner" {
+		pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		free := 0
+		for _, pv := range pvs.Items {
+			if pv.Spec.StorageClassName == sc.Name && pv.Status.Phase == corev1.VolumeAvailable {
+				free++
+			}
+		}
+		if free < 4 {
+			t.Fatalf("storage class %s has %d volumes left: run scripts/kube-up.sh, which tops its pool up", sc.Name, free)
+		}
+	}
+	return rt, cs
 }
 
 // TestContractWithKeptState: the contract holds for sandboxes with a volume

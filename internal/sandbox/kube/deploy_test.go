@@ -737,7 +737,8 @@ func TestSandboxesPassPodSecurity(t *testing.T) {
 			t.Errorf("deleting the test's namespace %s: %v", name, err)
 		}
 	})
-	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name})
+	// With kept state: the init container that seeds the claim passes too.
+	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -592,6 +592,7 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// With kept state: the Role must grant the claims too.
+	requireVolumes(t, cs, 1)
 	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)
@@ -738,6 +739,7 @@ func TestSandboxesPassPodSecurity(t *testing.T) {
 		}
 	})
 	// With kept state: the init container that seeds the claim passes too.
+	requireVolumes(t, cs, 2)
 	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)

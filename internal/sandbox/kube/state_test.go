@@ -31,9 +31,8 @@ func storageClass() string {
 }
 
 // requireStateCluster is requireCluster's driver with kept state, and an
-// admin client of the same cluster. A class without a provisioner (kube-up's)
-// must have volumes left for the test's sandboxes (the contract makes 4):
-// without, they would wait for one until their deadline.
+// admin client of the same cluster, with volumes for the contract's 4
+// sandboxes (requireVolumes).
 func requireStateCluster(t *testing.T) (*kube.Runtime, kubernetes.Interface) {
 	t.Helper()
 	if requireCluster(t) == nil {
@@ -52,27 +51,7 @@ func requireStateCluster(t *testing.T) (*kube.Runtime, kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	sc, err := cs.StorageV1().StorageClasses().Get(ctx, storageClass(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("storage class %s (scripts/kube-up.sh makes tuxlab-local; TUXLAB_KUBE_STORAGE_CLASS names another): %v", storageClass(), err)
-	}
-	if sc.Provisioner == "kubernetes.io/no-provisioner" {
-		pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		free := 0
-		for _, pv := range pvs.Items {
-			if pv.Spec.StorageClassName == sc.Name && pv.Status.Phase == corev1.VolumeAvailable {
-				free++
-			}
-		}
-		if free < 4 {
-			t.Fatalf("storage class %s has %d volumes left: run scripts/kube-up.sh, which tops its pool up", sc.Name, free)
-		}
-	}
+	requireVolumes(t, cs, 4)
 	return rt, cs
 }
 
@@ -173,5 +152,34 @@ func TestKeptState(t *testing.T) {
 	}
 	if _, err := rt.Inspect(ctx, id); !errors.Is(err, sandbox.ErrGone) {
 		t.Errorf("Inspect after Remove = %v", err)
+	}
+}
+
+// requireVolumes fails the test unless storageClass() exists and, when it
+// has no provisioner (kube-up's), has n volumes left: without, the test's
+// sandboxes would wait for one until their deadline.
+func requireVolumes(t *testing.T, cs kubernetes.Interface, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sc, err := cs.StorageV1().StorageClasses().Get(ctx, storageClass(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("storage class %s (scripts/kube-up.sh makes tuxlab-local; TUXLAB_KUBE_STORAGE_CLASS names another): %v", storageClass(), err)
+	}
+	if sc.Provisioner != "kubernetes.io/no-provisioner" {
+		return
+	}
+	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := 0
+	for _, pv := range pvs.Items {
+		if pv.Spec.StorageClassName == sc.Name && pv.Status.Phase == corev1.VolumeAvailable {
+			free++
+		}
+	}
+	if free < n {
+		t.Fatalf("storage class %s has %d volumes left, %d needed: run scripts/kube-up.sh, which tops its pool up", sc.Name, free, n)
 	}
 }

@@ -29,6 +29,11 @@ LOGDIR=/var/log
 # the bundled curriculum use. TUXLAB_KUBE_IMAGES replaces the list.
 IMAGES=${TUXLAB_KUBE_IMAGES:-tuxlab/sandbox-debian:latest tuxlab/sandbox-busybox:latest}
 PAUSE_IMAGE=localhost/pause:tuxlab
+# The storage class for TUXLAB_KUBE_STORAGE_CLASS, its pool of volumes, and
+# their directory (under /tmp: the only place the hostPath deleter deletes).
+STORAGE_CLASS=${TUXLAB_KUBE_TEST_STORAGE_CLASS:-tuxlab-local}
+PV_POOL=${TUXLAB_KUBE_PV_POOL:-32}
+PV_DIR=/tmp/tuxlab-kube-pv
 SOCK=$STATE/containerd/containerd.sock
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -301,6 +306,50 @@ start_all() {
 	wait_for "node localhost Ready" 180 node_ready
 	k get namespace "$NAMESPACE" >/dev/null 2>&1 || k create namespace "$NAMESPACE" >/dev/null
 	wait_for "service account default in $NAMESPACE" 60 k -n "$NAMESPACE" get serviceaccount default
+	storage_class
+}
+
+# storage_class gives the cluster the storage class $STORAGE_CLASS for the
+# driver's kept state (TUXLAB_KUBE_STORAGE_CLASS) without a provisioner: a
+# pool of $PV_POOL pre-made hostPath volumes, topped up on every run. Their
+# reclaim policy is Delete: when a sandbox's claim goes, the controller
+# manager's hostPath deleter removes the directory (it deletes only under
+# /tmp) and the volume, so each kept sandbox ever made takes one volume from
+# the pool until the next run. One node only: hostPath is that node's disk,
+# and nothing bounds a volume's size.
+storage_class() {
+	local i name have made=0
+	k apply -f - >/dev/null <<-EOF
+		apiVersion: storage.k8s.io/v1
+		kind: StorageClass
+		metadata:
+		  name: $STORAGE_CLASS
+		provisioner: kubernetes.io/no-provisioner
+		reclaimPolicy: Delete
+		volumeBindingMode: Immediate
+	EOF
+	have=$(k get pv -o name)
+	for ((i = 1; i <= PV_POOL; i++)); do
+		name=$STORAGE_CLASS-$i
+		if grep -qx "persistentvolume/$name" <<<"$have"; then
+			continue
+		fi
+		k create -f - >/dev/null <<-EOF
+			apiVersion: v1
+			kind: PersistentVolume
+			metadata:
+			  name: $name
+			  labels: {app.kubernetes.io/managed-by: tuxlab-kube-up}
+			spec:
+			  storageClassName: $STORAGE_CLASS
+			  capacity: {storage: 10Gi}
+			  accessModes: [ReadWriteOnce]
+			  persistentVolumeReclaimPolicy: Delete
+			  hostPath: {path: $PV_DIR/$name, type: DirectoryOrCreate}
+		EOF
+		made=$((made + 1))
+	done
+	say "storage class $STORAGE_CLASS: $made of $PV_POOL volumes made (in $PV_DIR)"
 }
 
 # forward_bridge lets pods reach each other across the CNI bridge: Docker

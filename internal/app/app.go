@@ -421,7 +421,7 @@ func (a *App) openSandboxes(ctx context.Context) error {
 		}
 		rt, a.engine = a.metrics.Runtime(d), d
 	case "kubernetes":
-		k, err := kube.New(kube.Options{Namespace: cfg.KubeNamespace, Kubeconfig: cfg.Kubeconfig, Log: a.Log})
+		k, err := kube.New(kube.Options{Namespace: cfg.KubeNamespace, Kubeconfig: cfg.Kubeconfig, Log: a.Log, StorageClass: cfg.KubeStorageClass})
 		if err != nil {
 			return fmt.Errorf("%w (check KUBECONFIG, or run in a pod)", err)
 		}

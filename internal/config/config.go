@@ -82,6 +82,7 @@ type Config struct {
 	SandboxEngine            string         // TUXLAB_SANDBOX_ENGINE: docker (default), kubernetes or none
 	KubeNamespace            string         // TUXLAB_KUBE_NAMESPACE: the namespace of sandbox pods (kubernetes engine)
 	Kubeconfig               string         // KUBECONFIG: the cluster of the kubernetes engine ("": in-cluster, else ~/.kube/config)
+	KubeStorageClass         string         // TUXLAB_KUBE_STORAGE_CLASS: the class of each sandbox's volume claim keeping the learner's files across stops ("": none kept)
 	SandboxMaxPerUser        int            // TUXLAB_SANDBOX_MAX_PER_USER
 	SandboxMaxRunningPerUser int            // TUXLAB_SANDBOX_MAX_RUNNING_PER_USER
 	SandboxMaxRunning        int            // TUXLAB_SANDBOX_MAX_RUNNING: host-wide cap
@@ -210,6 +211,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.KubeNamespace = stringOr(getenv("TUXLAB_KUBE_NAMESPACE"), "tuxlab-sandboxes")
 	c.Kubeconfig = getenv("KUBECONFIG")
+	c.KubeStorageClass = getenv("TUXLAB_KUBE_STORAGE_CLASS")
 	c.SandboxMaxPerUser = env.int("TUXLAB_SANDBOX_MAX_PER_USER", 3, 1, 1000)
 	c.SandboxMaxRunningPerUser = env.int("TUXLAB_SANDBOX_MAX_RUNNING_PER_USER", 2, 1, 1000)
 	c.SandboxMaxRunning = env.int("TUXLAB_SANDBOX_MAX_RUNNING", 20, 1, 100000)

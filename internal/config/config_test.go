@@ -47,8 +47,11 @@ func TestLoadRejects(t *testing.T) {
 		}
 	}
 	c, err := Load(env(map[string]string{"TUXLAB_SANDBOX_ENGINE": "kubernetes", "KUBECONFIG": "/k/config"}))
-	if err != nil || c.SandboxEngine != "kubernetes" || c.Kubeconfig != "/k/config" || c.KubeNamespace != "tuxlab-sandboxes" {
+	if err != nil || c.SandboxEngine != "kubernetes" || c.Kubeconfig != "/k/config" || c.KubeNamespace != "tuxlab-sandboxes" || c.KubeStorageClass != "" {
 		t.Fatalf("the kubernetes engine: %+v %v", c, err)
+	}
+	if c, err := Load(env(map[string]string{"TUXLAB_SANDBOX_ENGINE": "kubernetes", "TUXLAB_KUBE_STORAGE_CLASS": "fast-ssd"})); err != nil || c.KubeStorageClass != "fast-ssd" {
+		t.Fatalf("kept state's storage class: %q %v", c.KubeStorageClass, err)
 	}
 	if c, err := Load(env(map[string]string{"TUXLAB_TERMINAL_GRACE": "0"})); err != nil || c.TerminalGrace != 0 {
 		t.Fatalf("a grace of 0 (hang up at once): %v %v", c.TerminalGrace, err)

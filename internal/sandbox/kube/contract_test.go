@@ -48,9 +48,9 @@ func requireCluster(t *testing.T) *kube.Runtime {
 
 // TestContract runs the sandbox.Runtime contract against the Kubernetes
 // driver on a real cluster (scripts/kube-up.sh's in CI). Where Kubernetes
-// differs: it has no API listing a container's changed files (NoChanges),
-// and a stopped sandbox has no pod, so it keeps nothing it wrote
-// (StopDiscards).
+// differs: a stopped sandbox has no pod, so it keeps nothing it wrote
+// (StopDiscards; with a storage class it keeps its kept directories only:
+// TestKeptState).
 func TestContract(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RunContract(t, func(t *testing.T) sandbox.Runtime {
@@ -60,6 +60,6 @@ func TestContract(t *testing.T) {
 		return nil
 	}, sandboxtest.ContractOptions{
 		Image: "tuxlab/sandbox-busybox:latest", ToolsImage: sandbox.DefaultToolsImage,
-		NoChanges: true, StopDiscards: true,
+		StopDiscards: true,
 	})
 }

@@ -188,6 +188,7 @@ var driverRules = map[string][]string{
 	"/configmaps":                       {"create", "delete", "get", "list", "patch"},
 	"/pods":                             {"create", "delete", "get", "list"},
 	"/pods/exec":                        {"create", "get"}, // POST for SPDY, GET for WebSocket
+	"/persistentvolumeclaims":           {"create", "delete"},
 	"networking.k8s.io/networkpolicies": {"create", "delete", "get"},
 }
 
@@ -590,7 +591,9 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns})
+	// With kept state: the Role must grant the claims too.
+	requireVolumes(t, cs, 1)
+	rt, err := kube.New(kube.Options{Kubeconfig: kcPath, Namespace: ns, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +738,9 @@ func TestSandboxesPassPodSecurity(t *testing.T) {
 			t.Errorf("deleting the test's namespace %s: %v", name, err)
 		}
 	})
-	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name})
+	// With kept state: the init container that seeds the claim passes too.
+	requireVolumes(t, cs, 2)
+	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: name, StorageClass: storageClass()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,10 @@
 // name: a ConfigMap, made by Create and removed by Remove, that holds the
 // sandbox's spec and labels (the sandbox "exists" while it does), and a pod,
 // made by Start and deleted by Stop. What a sandbox wrote in its own file
-// system goes with its pod: a stopped and started sandbox starts afresh from
-// its image.
+// system goes with its pod, except, when the driver has a storage class
+// (Options.StorageClass), the learner's directories (keptDirs), which live
+// on a PersistentVolumeClaim of the same name, made by Create and deleted by
+// Remove (state.go).
 package kube
 
 import (
@@ -50,6 +52,7 @@ const (
 	annotationStarted  = "org.tuxlab/started-at"
 	annotationFinished = "org.tuxlab/finished-at"
 	annotationBase     = "org.tuxlab/base-kib" // the root file system's size when the pod started
+	annotationState    = "org.tuxlab/state"    // the storage class of the sandbox's kept state, if it has one
 	specKey            = "spec.json"
 	// sandboxContainer is the name of the pod's container the learner uses.
 	sandboxContainer = "sandbox"
@@ -74,14 +77,20 @@ type Options struct {
 	// PullPolicy is the pods' imagePullPolicy (default IfNotPresent; Never
 	// for images imported into the nodes' runtime, as scripts/kube-up.sh does).
 	PullPolicy corev1.PullPolicy
+	// StorageClass, when set, gives each sandbox created from then on a
+	// PersistentVolumeClaim of this class that keeps the learner's
+	// directories (keptDirs) across Stop and Start; "" keeps nothing (a
+	// stopped sandbox starts afresh from its image).
+	StorageClass string
 }
 
 // Runtime is the Kubernetes driver.
 type Runtime struct {
-	cs   kubernetes.Interface
-	cfg  *rest.Config
-	ns   string
-	pull corev1.PullPolicy
+	cs      kubernetes.Interface
+	cfg     *rest.Config
+	ns      string
+	pull    corev1.PullPolicy
+	storage string
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -111,7 +120,7 @@ func New(o Options) (*Runtime, error) {
 	if o.PullPolicy == "" {
 		o.PullPolicy = corev1.PullIfNotPresent
 	}
-	return &Runtime{cs: cs, cfg: cfg, ns: o.Namespace, pull: o.PullPolicy}, nil
+	return &Runtime{cs: cs, cfg: cfg, ns: o.Namespace, pull: o.PullPolicy, storage: o.StorageClass}, nil
 }
 
 // klogOnce sets client-go's logger once: klog's logger is the process's,
@@ -246,15 +255,6 @@ func (r *Runtime) ToolsVolume(ctx context.Context, image string) (string, error)
 // container writes (the kubelet evicts a pod past it).
 func (r *Runtime) ProbeDiskQuota(ctx context.Context, image string) error { return ctx.Err() }
 
-// Changes is not supported: Kubernetes has no API that lists what a
-// container changed in its file system.
-func (r *Runtime) Changes(ctx context.Context, id string) ([]sandbox.Change, error) {
-	if _, err := r.record(ctx, id); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("%w: Kubernetes lists no changed files", sandbox.ErrUnsupported)
-}
-
 // WaitReady returns at once: Start returns when the container runs.
 func (r *Runtime) WaitReady(ctx context.Context, id string) error {
 	if _, err := r.record(ctx, id); err != nil {
@@ -294,8 +294,19 @@ func (r *Runtime) Create(ctx context.Context, s sandbox.Spec) (string, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl},
 		Data:       map[string]string{specKey: string(b)},
 	}
-	if _, err := r.cs.CoreV1().ConfigMaps(r.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if r.storage != "" {
+		cm.Annotations = map[string]string{annotationState: r.storage}
+	}
+	cm, err = r.cs.CoreV1().ConfigMaps(r.ns).Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
 		return "", wrap(err)
+	}
+	if r.storage != "" {
+		if err := r.createState(ctx, cm, s); err != nil {
+			// A failed Create leaves nothing behind.
+			r.cs.CoreV1().ConfigMaps(r.ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+			return "", err
+		}
 	}
 	return name, nil
 }
@@ -576,7 +587,8 @@ func (r *Runtime) waitPodGone(ctx context.Context, id string) error {
 
 // Stop deletes the sandbox's pod, giving its processes grace to end, and
 // waits until it is gone; the record stays, so Start makes a new pod. What
-// the sandbox wrote goes with the pod.
+// the sandbox wrote goes with the pod, but for its kept directories when it
+// has a PersistentVolumeClaim.
 func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) error {
 	cm, err := r.record(ctx, id)
 	if err != nil {
@@ -601,14 +613,21 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 	return r.annotate(ctx, id, map[string]string{annotationFinished: time.Now().UTC().Format(time.RFC3339Nano)})
 }
 
-// Remove deletes the sandbox's pod, at once, and its record.
+// Remove deletes the sandbox's pod, at once, its PersistentVolumeClaim
+// (which the cluster removes once the pod is gone) and its record.
 func (r *Runtime) Remove(ctx context.Context, id string) error {
-	if _, err := r.record(ctx, id); err != nil {
+	cm, err := r.record(ctx, id)
+	if err != nil {
 		return err
 	}
 	if err := r.deletePod(ctx, id, 0); err != nil {
 		return err
 	}
-	err := r.cs.CoreV1().ConfigMaps(r.ns).Delete(ctx, id, metav1.DeleteOptions{})
+	if keepsState(cm) {
+		if err := r.deleteState(ctx, id); err != nil {
+			return err
+		}
+	}
+	err = r.cs.CoreV1().ConfigMaps(r.ns).Delete(ctx, id, metav1.DeleteOptions{})
 	return wrap(err)
 }

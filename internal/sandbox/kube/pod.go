@@ -84,18 +84,26 @@ func (r *Runtime) podFor(cm *corev1.ConfigMap, s sandbox.Spec) *corev1.Pod {
 				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				AllowPrivilegeEscalation: &no,
 			},
-			// Small requests: left out they would be the limits, and the
-			// scheduler reserves a pod's largest init container when it is
-			// above its containers' sum (500m CPU for a sandbox of 250m).
-			Resources: corev1.ResourceRequirements{
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")},
-				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi"), corev1.ResourceCPU: resource.MustParse("10m")},
-			},
+			Resources:    initResources(),
 			VolumeMounts: []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsMountDir}},
-		}}
+		}, indexContainer(s, r.pull, keepsState(cm))}
+	}
+	if keepsState(cm) {
+		addState(pod, &c, s, r.pull)
 	}
 	pod.Spec.Containers = []corev1.Container{c}
 	return pod
+}
+
+// initResources are the init containers' limits, with small requests: left
+// out they would be the limits, and the scheduler reserves a pod's largest
+// init container when it is above its containers' sum (500m CPU for a
+// sandbox of 250m).
+func initResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceCPU: resource.MustParse("500m")},
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi"), corev1.ResourceCPU: resource.MustParse("10m")},
+	}
 }
 
 // resources are the container's limits, and requests of a quarter of them

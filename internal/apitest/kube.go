@@ -30,7 +30,8 @@ func KubeRequired() bool { return os.Getenv("TUXLAB_TEST_KUBE") == "1" }
 // TUXLAB_SANDBOX_ENGINE=kubernetes gives, or stops the test: it fails when
 // KubeRequired, and skips otherwise. Each server (New) then gets a namespace
 // of its own, made for it and deleted when its test ends, which its
-// replicas share.
+// replicas share (an Option after it that sets KubeNamespace keeps that
+// namespace instead).
 func RequireKube(t testing.TB) Option {
 	t.Helper()
 	stop := t.Skipf
@@ -56,7 +57,8 @@ func RequireKube(t testing.TB) Option {
 		stop("no cluster answers at %s (run ./scripts/kube-up.sh; TUXLAB_TEST_KUBE=1 makes this fatal): %v", path, err)
 		return nil
 	}
-	return func(c *config.Config) { c.SandboxEngine, c.Kubeconfig = "kubernetes", path }
+	// No namespace: New makes one for each server.
+	return func(c *config.Config) { c.SandboxEngine, c.Kubeconfig, c.KubeNamespace = "kubernetes", path, "" }
 }
 
 // kubeClient is a client of the cluster of kubeconfig path.

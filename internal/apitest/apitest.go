@@ -59,7 +59,9 @@ func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	}
 }
 
-// New starts tuxlab on engine eng and stops it when t ends.
+// New starts tuxlab on engine eng and stops it when t ends. A server whose
+// sandboxes run on Kubernetes in no namespace (RequireKube's) gets a
+// namespace of its own.
 func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	t.Helper()
 	dsn, path := storetest.URL(t, eng)
@@ -95,6 +97,9 @@ func New(t testing.TB, eng store.Engine, opts ...Option) *Env {
 	cfg.BcryptCost = bcrypt.MinCost
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.SandboxEngine == "kubernetes" && cfg.KubeNamespace == "" {
+		cfg.KubeNamespace = kubeNamespace(t, cfg.Kubeconfig)
 	}
 	return start(t, eng, cfg)
 }

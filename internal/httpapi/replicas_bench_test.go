@@ -28,13 +28,27 @@ import (
 // cycle, four at a time) and the echo round trip's p50 and p99 through the
 // replica that did not create the sandbox.
 //
-//	go test -run - -bench TwoReplicas -benchtime 40x ./internal/httpapi/
+//	go test -run - -bench 'TwoReplicas$' -benchtime 40x ./internal/httpapi/
 func BenchmarkTwoReplicas(b *testing.B) {
 	apitest.RequireEngine(b)
+	benchTwoReplicas(b)
+}
+
+// BenchmarkTwoReplicasKube is BenchmarkTwoReplicas with the sandboxes as
+// pods on the cluster of KUBECONFIG (scripts/kube-up.sh's):
+//
+//	KUBECONFIG=/var/lib/tuxlab/kube/admin.kubeconfig go test -run - -bench TwoReplicasKube -benchtime 40x ./internal/httpapi/
+func BenchmarkTwoReplicasKube(b *testing.B) {
+	benchTwoReplicas(b, apitest.RequireKube(b))
+}
+
+// benchTwoReplicas runs BenchmarkTwoReplicas's load on two replicas
+// configured by opts.
+func benchTwoReplicas(b *testing.B, opts ...apitest.Option) {
 	if os.Getenv(storetest.PostgresEnv) == "" {
 		b.Skipf("%s is not set: replicas share a PostgreSQL database", storetest.PostgresEnv)
 	}
-	a := apitest.New(b, "postgres", func(c *config.Config) { c.SandboxMaxRunning = 1000 })
+	a := apitest.New(b, "postgres", append(opts, func(c *config.Config) { c.SandboxMaxRunning = 1000 })...)
 	r := a.Replica()
 	tpl := busyboxTemplateB(b, a)
 	const workers = 4

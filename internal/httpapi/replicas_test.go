@@ -16,86 +16,119 @@ import (
 )
 
 // TestReplicasServeOneSandbox: two replicas on one database and one engine
-// serve any request: a sandbox created through a gets a terminal through b
-// (the echo comes back), and a laboratory started through a is checked
-// through b. (A user disabled through one replica is refused at the other:
-// TestReplicasAgreeOnAccounts.)
+// serve any request (replicasServeOneSandbox). (A user disabled through one
+// replica is refused at the other: TestReplicasAgreeOnAccounts.) The same
+// on Kubernetes: TestKubeReplicasServeOneSandbox.
 func TestReplicasServeOneSandbox(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	apitest.Each(t, func(t *testing.T, a *apitest.Env) {
-		b := a.Replica()
-		admin, alice := rootAndAlice(a)
-		c := createSandbox(t, a, alice.Token, busyboxTemplate(t, a))
-		tc := b.OpenTerminal(t, c.TerminalURL, alice.Token, 80, 24)
-		tc.Exchange("echo through-b-$((6*7))\n", "through-b-42")
-		tc.End()
-
-		id := oneTaskLab(t, a, admin, "replicas", "#!/bin/sh\n# lab-check-secret-replicas\n[ -f /home/learner/done ] || { echo 'FAIL: not done'; exit 1; }\n")
-		at := startLab(t, a, alice.Token, id)
-		var checked struct {
-			Passed bool `json:"passed"`
-		}
-		b.Do(apitest.Request{Method: "POST", Path: labPath(id, "check"), Token: alice.Token}).Expect(t, http.StatusOK).JSON(t, &checked)
-		if checked.Passed {
-			t.Fatal("the check through b passed before the task was done")
-		}
-		if _, err := b.App.Sandboxes.Exec(context.Background(), actor.User(alice.ID), *at.ContainerID,
-			sandbox.Script{Text: "touch /home/learner/done"}); err != nil {
-			t.Fatal(err)
-		}
-		// The interval between checks counts on the attempt's row, whichever replica checked.
-		b.Do(apitest.Request{Method: "POST", Path: labPath(id, "check"), Token: alice.Token}).Expect(t, http.StatusTooManyRequests)
-	})
+	apitest.Each(t, replicasServeOneSandbox)
 }
 
-// TestReplicasHoldTheHostCap: with room for one running sandbox on the
-// host, two learners creating at once, one through each replica, get one
-// sandbox between them: the other is told the platform is at capacity.
+// replicasServeOneSandbox: a sandbox created through a gets a terminal
+// through a's replica b (the echo comes back), and a laboratory started
+// through a is checked through b: failed fresh, refused through a within the
+// interval between checks (which counts on the attempt's row, whichever
+// replica checked), and passed through b once the learner's fix is typed in
+// the lab sandbox's terminal through b.
+func replicasServeOneSandbox(t *testing.T, a *apitest.Env) {
+	b := a.Replica()
+	admin, alice := rootAndAlice(a)
+	c := createSandbox(t, a, alice.Token, busyboxTemplate(t, a))
+	tc := b.OpenTerminal(t, c.TerminalURL, alice.Token, 80, 24)
+	tc.Exchange("echo through-b-$((6*7))\n", "through-b-42")
+	tc.End()
+
+	id := oneTaskLab(t, a, admin, "replicas", "#!/bin/sh\n# lab-check-secret-replicas\n[ -f /home/learner/done ] || { echo 'FAIL: not done'; exit 1; }\n")
+	at := startLab(t, a, alice.Token, id)
+	check := apitest.Request{Method: "POST", Path: labPath(id, "check"), Token: alice.Token}
+	if taskPassed(t, b.Do(check)) {
+		t.Fatal("the check through b passed before the task was done")
+	}
+	a.Do(check).Expect(t, http.StatusTooManyRequests)
+	lab := b.OpenTerminal(t, terminalPath(*at.ContainerID), alice.Token, 80, 24)
+	lab.Exchange("touch /home/learner/done && echo fixed-$((40+2))\n", "fixed-42")
+	lab.End()
+	var r *apitest.Response
+	eventually(t, time.Minute, "the interval between checks to pass", func() bool {
+		if r = b.Do(check); r.Status == http.StatusTooManyRequests {
+			time.Sleep(200 * time.Millisecond)
+			return false
+		}
+		return true
+	})
+	if !taskPassed(t, r) {
+		t.Fatalf("the check through b failed after the learner's fix: %s", r.Body)
+	}
+}
+
+// taskPassed reads the answer r of a one-task laboratory's check, which must
+// be a 200: whether its task passed.
+func taskPassed(t *testing.T, r *apitest.Response) bool {
+	t.Helper()
+	var checked labAttemptBody
+	r.Expect(t, http.StatusOK).JSON(t, &checked)
+	if len(checked.Tasks) != 1 {
+		t.Fatalf("a one-task laboratory's check answered %s", r.Body)
+	}
+	return checked.Tasks[0].Passed
+}
+
+// TestReplicasHoldTheHostCap: the host cap holds across two replicas
+// (replicasHoldTheHostCap); on Kubernetes: TestKubeReplicasHoldTheHostCap.
 func TestReplicasHoldTheHostCap(t *testing.T) {
 	t.Parallel()
 	apitest.RequireEngine(t)
-	apitest.Each(t, func(t *testing.T, a *apitest.Env) {
-		b := a.Replica()
-		tpl := busyboxTemplate(t, a)
-		for round := range 3 {
-			u1 := a.CreateUser("one"+string(rune('a'+round)), auth.RoleStudent)
-			u2 := a.CreateUser("two"+string(rune('a'+round)), auth.RoleStudent)
-			type answer struct {
-				r   *apitest.Response
-				err error
+	apitest.Each(t, replicasHoldTheHostCap, oneRunning)
+}
+
+// oneRunning leaves room for one running sandbox on the host.
+func oneRunning(c *config.Config) { c.SandboxMaxRunning = 1 }
+
+// replicasHoldTheHostCap: with room for one running sandbox on the host
+// (oneRunning), two learners creating at once, one through a and one
+// through its replica, get one sandbox between them: the other is told the
+// platform is at capacity.
+func replicasHoldTheHostCap(t *testing.T, a *apitest.Env) {
+	b := a.Replica()
+	tpl := busyboxTemplate(t, a)
+	for round := range 3 {
+		u1 := a.CreateUser("one"+string(rune('a'+round)), auth.RoleStudent)
+		u2 := a.CreateUser("two"+string(rune('a'+round)), auth.RoleStudent)
+		type answer struct {
+			r   *apitest.Response
+			err error
+		}
+		answers := make(chan answer, 2)
+		for _, call := range []struct {
+			env   *apitest.Env
+			token string
+		}{{a, u1.Token}, {b, u2.Token}} {
+			go func() {
+				r, err := call.env.Send(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: call.token,
+					Body: map[string]any{"template_id": tpl}})
+				answers <- answer{r, err}
+			}()
+		}
+		statuses := map[int]int{}
+		for range 2 {
+			ans := <-answers
+			if ans.err != nil {
+				t.Fatal(ans.err)
 			}
-			answers := make(chan answer, 2)
-			for _, call := range []struct {
-				env   *apitest.Env
-				token string
-			}{{a, u1.Token}, {b, u2.Token}} {
-				go func() {
-					r, err := call.env.Send(apitest.Request{Method: "POST", Path: "/api/containers/create", Token: call.token,
-						Body: map[string]any{"template_id": tpl}})
-					answers <- answer{r, err}
-				}()
-			}
-			statuses := map[int]int{}
-			for range 2 {
-				ans := <-answers
-				if ans.err != nil {
-					t.Fatal(ans.err)
+			statuses[ans.r.Status]++
+			if ans.r.Status == http.StatusCreated {
+				var c containerBody
+				ans.r.JSON(t, &c)
+				if err := a.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID); err != nil {
+					t.Fatal(err)
 				}
-				statuses[ans.r.Status]++
-				if ans.r.Status == http.StatusCreated {
-					var c containerBody
-					ans.r.JSON(t, &c)
-					if err := a.App.Sandboxes.Delete(context.Background(), actor.AsAdmin(), c.ID); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if statuses[http.StatusCreated] != 1 || statuses[http.StatusServiceUnavailable] != 1 {
-				t.Fatalf("round %d: statuses %v, want one 201 and one 503", round, statuses)
 			}
 		}
-	}, func(c *config.Config) { c.SandboxMaxRunning = 1 })
+		if statuses[http.StatusCreated] != 1 || statuses[http.StatusServiceUnavailable] != 1 {
+			t.Fatalf("round %d: statuses %v, want one 201 and one 503", round, statuses)
+		}
+	}
 }
 
 // TestSandboxLeaseMoves: of two replicas running the background work, one

@@ -34,6 +34,19 @@ func KubeRequired() bool { return os.Getenv("TUXLAB_TEST_KUBE") == "1" }
 // namespace instead).
 func RequireKube(t testing.TB) Option {
 	t.Helper()
+	path := Kubeconfig(t)
+	if path == "" {
+		return nil
+	}
+	// No namespace: New makes one for each server.
+	return func(c *config.Config) { c.SandboxEngine, c.Kubeconfig, c.KubeNamespace = "kubernetes", path, "" }
+}
+
+// Kubeconfig returns the path of the kubeconfig of a cluster that answers
+// (KUBECONFIG, or scripts/kube-up.sh's), or stops the test and returns "":
+// it fails when KubeRequired, and skips otherwise.
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
 	stop := t.Skipf
 	if KubeRequired() {
 		stop = t.Fatalf
@@ -44,21 +57,20 @@ func RequireKube(t testing.TB) Option {
 	}
 	if _, err := os.Stat(path); err != nil {
 		stop("no kubeconfig (run ./scripts/kube-up.sh; TUXLAB_TEST_KUBE=1 makes this fatal): %v", err)
-		return nil
+		return ""
 	}
 	cs, err := kubeClient(path)
 	if err != nil {
 		stop("kubernetes: %v", err)
-		return nil
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		stop("no cluster answers at %s (run ./scripts/kube-up.sh; TUXLAB_TEST_KUBE=1 makes this fatal): %v", path, err)
-		return nil
+		return ""
 	}
-	// No namespace: New makes one for each server.
-	return func(c *config.Config) { c.SandboxEngine, c.Kubeconfig, c.KubeNamespace = "kubernetes", path, "" }
+	return path
 }
 
 // kubeClient is a client of the cluster of kubeconfig path.

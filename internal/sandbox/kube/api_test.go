@@ -21,13 +21,9 @@ import (
 // refused with 503 saying machines need the QEMU driver.
 func TestThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	rt := requireCluster(t)
+	rt, path := requireCluster(t)
 	if rt == nil {
 		return
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.SandboxEngine, c.Kubeconfig = "kubernetes", path

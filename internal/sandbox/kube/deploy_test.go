@@ -448,12 +448,9 @@ func selects(selector map[string]string, l labels) bool {
 // not is made for the test and deleted after it.
 func TestServerDryRun(t *testing.T) {
 	t.Parallel()
-	if requireCluster(t) == nil {
+	rt, path := requireCluster(t)
+	if rt == nil {
 		return
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -539,13 +536,9 @@ func waitNamespaceNotTerminating(ctx context.Context, t *testing.T, cs kubernete
 // registry host.
 func TestRoleSufficesForTheDriver(t *testing.T) {
 	t.Parallel()
-	admin := requireCluster(t)
+	admin, path := requireCluster(t)
 	if admin == nil {
 		return
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -702,12 +695,9 @@ func TestRoleSufficesForTheDriver(t *testing.T) {
 // that names the rule.
 func TestSandboxesPassPodSecurity(t *testing.T) {
 	t.Parallel()
-	if requireCluster(t) == nil {
+	admin, path := requireCluster(t)
+	if admin == nil {
 		return
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	var sandboxNS *corev1.Namespace
 	ms := readManifests(t, manifestDir)

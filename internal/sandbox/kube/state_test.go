@@ -35,12 +35,9 @@ func storageClass() string {
 // sandboxes (requireVolumes).
 func requireStateCluster(t *testing.T) (*kube.Runtime, kubernetes.Interface) {
 	t.Helper()
-	if requireCluster(t) == nil {
+	rt0, path := requireCluster(t)
+	if rt0 == nil {
 		return nil, nil
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	rt, err := kube.New(kube.Options{Kubeconfig: path, Namespace: os.Getenv("TUXLAB_KUBE_NAMESPACE"), StorageClass: storageClass()})
 	if err != nil {

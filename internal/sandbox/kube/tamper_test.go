@@ -24,12 +24,9 @@ import (
 // /etc/ld.so.preload stops them, naming the file, and no check runs.
 func TestTamperedSystemFilesStopChecks(t *testing.T) {
 	t.Parallel()
-	if requireCluster(t) == nil {
+	rt, path := requireCluster(t)
+	if rt == nil {
 		return
-	}
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		path = defaultKubeconfig
 	}
 	e := apitest.New(t, "sqlite", func(c *config.Config) {
 		c.SandboxEngine, c.Kubeconfig = "kubernetes", path

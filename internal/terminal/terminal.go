@@ -234,6 +234,10 @@ type control struct {
 	Seconds *int   `json:"seconds,omitempty"`
 	ID      string `json:"id,omitempty"`
 	Grace   *int   `json:"grace,omitempty"`
+	// Shared terminals (watch.go).
+	Watchers []Watcher `json:"watchers,omitempty"`
+	Owner    string    `json:"owner,omitempty"`
+	Typing   *bool     `json:"typing,omitempty"`
 }
 
 // MaxSize bounds the terminal size a client may ask for.
@@ -283,7 +287,11 @@ func (b *Bridge) serveSocket(ctx context.Context, t *term, conn *websocket.Conn,
 	defer cancel()
 	conn.SetReadLimit(b.opt.MaxMessage)
 	s := newSocket(conn)
-	if _, ok := t.attach(ctx, s); !ok {
+	_, ok := t.attach(ctx, s)
+	if ok && len(t.watchers()) > 0 {
+		t.announceWatchers() // a reload shows who watches
+	}
+	if !ok {
 		if !reattach {
 			<-t.ending
 			t.tellEnd(s)

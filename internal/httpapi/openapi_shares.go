@@ -29,8 +29,8 @@ var shareSchemas = map[string]any{
 		"id": intSchema, "mode": shareMode, "typing": map[string]any{"type": "boolean", "description": "The guests may type now."},
 		"expires_at": tsSchema, "created_at": tsSchema,
 		"watchers": map[string]any{"type": "array", "items": ref("Watcher"), "description": "Who watches through this share now (this server's sockets)."},
-		"token": map[string]any{"type": "string", "description": "Only in the answer that created the share: the guests' credential, never shown again (stored hashed)."},
-		"link":  map[string]any{"type": "string", "description": "Only in the answer that created the share: the page that watches, relative to the site (/watch#TOKEN: the token stays out of requests and logs)."}}),
+		"token":    map[string]any{"type": "string", "description": "Only in the answer that created the share: the guests' credential, never shown again (stored hashed)."},
+		"link":     map[string]any{"type": "string", "description": "Only in the answer that created the share: the page that watches, relative to the site (/watch#TOKEN: the token stays out of requests and logs)."}}),
 	"ShareList": arrayOf(ref("Share")),
 }
 

@@ -13,6 +13,7 @@
 //	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403
 //	                 {"type":"expiring","reason":"idle"|"lifetime","seconds":60}
 //	                 {"type":"detached","reason":"elsewhere"}        another socket took over; closes with 4000
+//	                 {"type":"watchers","watchers":[...]}            who watches (shared terminals, watch.go)
 package terminal
 
 import (

@@ -66,12 +66,12 @@ type Store interface {
 	// CreateShare inserts sh unless its sandbox has max live shares at
 	// sh.CreatedAt (ErrTooMany), counted under a lock of the sandbox's row.
 	CreateShare(ctx context.Context, sh *Share, max int) error
-	// Shares lists the shares of sandbox containerID live at now, oldest first.
-	Shares(ctx context.Context, containerID int64, now time.Time) ([]*Share, error)
-	// ShareByID returns share id of sandbox containerID, or ErrNotFound.
-	ShareByID(ctx context.Context, containerID, id int64) (*Share, error)
-	// ShareByToken returns the share with token hash hash, or ErrLinkNotFound.
-	ShareByToken(ctx context.Context, hash string) (*Share, error)
+	// FindShares lists the shares of sandbox containerID live at now, oldest first.
+	FindShares(ctx context.Context, containerID int64, now time.Time) ([]*Share, error)
+	// FindShareByID returns share id of sandbox containerID, or ErrNotFound.
+	FindShareByID(ctx context.Context, containerID, id int64) (*Share, error)
+	// FindShareByToken returns the share with token hash hash, or ErrLinkNotFound.
+	FindShareByToken(ctx context.Context, hash string) (*Share, error)
 	// SetShareTyping sets whether share id's guests may type; ErrNotFound.
 	SetShareTyping(ctx context.Context, containerID, id int64, typing bool) error
 	// DeleteShare deletes share id of sandbox containerID; ErrNotFound.
@@ -123,12 +123,12 @@ func (s *Service) Create(ctx context.Context, containerID, userID int64, mode Mo
 
 // List returns the live shares of sandbox containerID.
 func (s *Service) List(ctx context.Context, containerID int64) ([]*Share, error) {
-	return s.store.Shares(ctx, containerID, s.stamp())
+	return s.store.FindShares(ctx, containerID, s.stamp())
 }
 
 // Live returns share id of sandbox containerID while it is live.
 func (s *Service) Live(ctx context.Context, containerID, id int64) (*Share, error) {
-	sh, err := s.store.ShareByID(ctx, containerID, id)
+	sh, err := s.store.FindShareByID(ctx, containerID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (s *Service) ByToken(ctx context.Context, token string) (*Share, error) {
 	if !ok {
 		return nil, ErrLinkNotFound
 	}
-	sh, err := s.store.ShareByToken(ctx, hash)
+	sh, err := s.store.FindShareByToken(ctx, hash)
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrLinkNotFound
 	}

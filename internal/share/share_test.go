@@ -20,14 +20,14 @@ func (m *memStore) CreateShare(_ context.Context, sh *Share, max int) error {
 	m.shares[sh.ID] = sh
 	return nil
 }
-func (m *memStore) Shares(context.Context, int64, time.Time) ([]*Share, error) { return nil, nil }
-func (m *memStore) ShareByID(_ context.Context, _, id int64) (*Share, error) {
+func (m *memStore) FindShares(context.Context, int64, time.Time) ([]*Share, error) { return nil, nil }
+func (m *memStore) FindShareByID(_ context.Context, _, id int64) (*Share, error) {
 	if sh := m.shares[id]; sh != nil {
 		return sh, nil
 	}
 	return nil, ErrNotFound
 }
-func (m *memStore) ShareByToken(_ context.Context, hash string) (*Share, error) {
+func (m *memStore) FindShareByToken(_ context.Context, hash string) (*Share, error) {
 	for _, sh := range m.shares {
 		if sh.TokenHash == hash {
 			return sh, nil

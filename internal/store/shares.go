@@ -57,19 +57,19 @@ func (s *ShareStore) CreateShare(ctx context.Context, sh *share.Share, max int) 
 	})
 }
 
-// Shares lists the shares of sandbox containerID live at now, oldest first.
-func (s *ShareStore) Shares(ctx context.Context, containerID int64, now time.Time) ([]*share.Share, error) {
+// FindShares lists the shares of sandbox containerID live at now, oldest first.
+func (s *ShareStore) FindShares(ctx context.Context, containerID int64, now time.Time) ([]*share.Share, error) {
 	return queryAll(ctx, s.q(ctx), scanShare, `SELECT `+shareColumns+` WHERE sh.container_id = $1 AND sh.expires_at > $2 ORDER BY sh.id`,
 		containerID, now.UTC())
 }
 
-// ShareByID returns share id of sandbox containerID, or share.ErrNotFound.
-func (s *ShareStore) ShareByID(ctx context.Context, containerID, id int64) (*share.Share, error) {
+// FindShareByID returns share id of sandbox containerID, or share.ErrNotFound.
+func (s *ShareStore) FindShareByID(ctx context.Context, containerID, id int64) (*share.Share, error) {
 	return scanShare(s.q(ctx).QueryRowContext(ctx, `SELECT `+shareColumns+` WHERE sh.id = $1 AND sh.container_id = $2`, id, containerID))
 }
 
-// ShareByToken returns the share with token hash hash, or share.ErrNotFound.
-func (s *ShareStore) ShareByToken(ctx context.Context, hash string) (*share.Share, error) {
+// FindShareByToken returns the share with token hash hash, or share.ErrNotFound.
+func (s *ShareStore) FindShareByToken(ctx context.Context, hash string) (*share.Share, error) {
 	return scanShare(s.q(ctx).QueryRowContext(ctx, `SELECT `+shareColumns+` WHERE sh.token_hash = $1`, hash))
 }
 

@@ -72,7 +72,7 @@ function ctrlOf(key) {
  */
 
 export class TerminalPanel {
-  constructor(el, { getSandbox, title = "Terminal" }) {
+  constructor(el, { getSandbox, title = "Terminal", share = true }) {
     this.getSandbox = getSandbox;
     this.retries = 0;
     this.closed = false;
@@ -87,7 +87,7 @@ export class TerminalPanel {
       h("div", { class: "term-bar" },
         h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl, this.watchEl,
         h("span", { class: "term-tools" },
-          h("button", { type: "button", class: "small ghost", title: "Let someone watch this terminal, or type in it", onclick: () => this.openShare() }, "Share"),
+          share ? h("button", { type: "button", class: "small ghost", title: "Let someone watch this terminal, or type in it", onclick: () => this.openShare() }, "Share") : null,
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
           h("button", { type: "button", class: "small ghost", title: "Connect again (to the same shell while it runs)", onclick: () => this.reconnect(true) }, "Reconnect"),

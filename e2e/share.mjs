@@ -85,10 +85,38 @@ await step("another person opens the link and watches", async () => {
   await shot("learner-watched");
 });
 
+await step("a may-type share: the guest types once the learner allows it", async () => {
+  h.page = learner;
+  await learner.click('.term-tools button:text-is("Share")');
+  await learner.check('dialog.share-dialog input[name="share-mode"][value="write"]');
+  await learner.click('dialog.share-dialog button:text-is("Make a link")');
+  await learner.waitForSelector('dialog.share-dialog .share-item:has-text("May type") .share-link input');
+  const link2 = await learner.inputValue('dialog.share-dialog .share-item:has-text("May type") .share-link input');
+  h.page = guest;
+  await guest.goto("about:blank"); // a new page load: the link differs only after #
+  await guest.goto(link2);
+  await guest.waitForSelector('.watch-status:text("Read-only")');
+  await learner.check('dialog.share-dialog .share-item:has-text("May type") input[type="checkbox"]');
+  await guest.waitForSelector('.watch-status:text("You may type")');
+  await guest.click(".term-host .xterm-screen");
+  await guest.keyboard.type("echo typed-by-guest-$((6*7))\n");
+  h.page = learner;
+  await waitScreen(/typed-by-guest-42/);
+  h.page = guest;
+  await waitScreen(/typed-by-guest-42/);
+  await shot("guest-typing");
+  await check("watch page (may type)");
+  await learner.click('dialog.share-dialog button:text-is("Close")');
+});
+
 await step("the learner ends sharing; the guest's view closes", async () => {
   await learner.click('.term-tools button:text-is("Share")');
   await learner.waitForSelector(`dialog.share-dialog .share-watchers:text("watching: ${guestName}")`);
-  await learner.click('dialog.share-dialog button:text-is("End sharing")');
+  while (await learner.$('dialog.share-dialog button:text-is("End sharing")')) {
+    const n = await learner.locator("dialog.share-dialog .share-item").count();
+    await learner.click('dialog.share-dialog button:text-is("End sharing") >> nth=0');
+    await learner.waitForFunction((n) => document.querySelectorAll("dialog.share-dialog .share-item").length < n, n);
+  }
   await learner.waitForSelector('dialog.share-dialog :text("Not shared now.")');
   await guest.waitForSelector('.watch-status:text("Sharing ended by the owner")');
   await learner.waitForSelector(".term-watchers", { state: "hidden" });

@@ -173,6 +173,18 @@ func TestShareTerminal(t *testing.T) {
 			t.Fatal("what the guest typed before typing was allowed reached the shell")
 		}
 
+		// At most terminal.MaxWatchersPerShare guests per share.
+		var more []*apitest.Terminal
+		for range terminal.MaxWatchersPerShare - 1 {
+			m := watch(t, e, write.Token, other.Token)
+			m.AwaitControl("watching", apitest.TerminalWait)
+			more = append(more, m)
+		}
+		watch(t, e, write.Token, other.Token).ExpectClosed(http.StatusConflict, terminal.ErrTooManyWatchers.Detail)
+		for _, m := range more {
+			m.Hangup()
+		}
+
 		// Ending the read share closes its guest at once; the link is dead.
 		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("%s/%d", shares, read.ID), Token: owner.Token}).Expect(t, http.StatusOK)
 		expectNormalClose(t, g, "Sharing ended by the owner")

@@ -70,8 +70,10 @@ export async function render(ctx) {
     }
   };
   ws.onclose = (e) => {
-    if (root.dataset.state === "exited" && !e.reason) return;
-    say("exited", e.reason ? `Closed: ${e.reason}` : "The connection closed");
+    if (!(root.dataset.state === "exited" && !e.reason)) say("exited", e.reason ? `Closed: ${e.reason}` : "The connection closed");
+    // The owner may open a new shell, or the network come back: watching
+    // again is one click while the link is live.
+    status.append(" ", h("button", { type: "button", class: "small", onclick: () => location.reload() }, "Watch again"));
   };
   ctx.cleanup(() => { ro.disconnect(); ws.close(); term.dispose(); });
 }

@@ -335,8 +335,8 @@ func (t *term) guestInput(ctx context.Context, g *guest) {
 	}
 }
 
-// guestChecks pings g, checks its share every PingInterval, and makes it
-// leave when the share expires.
+// guestChecks checks g's share at once, then pings g and checks again every
+// PingInterval, and makes it leave when the share expires.
 func (t *term) guestChecks(ctx context.Context, g *guest) {
 	tick := time.NewTicker(t.b.opt.PingInterval)
 	defer tick.Stop()
@@ -346,21 +346,26 @@ func (t *term) guestChecks(ctx context.Context, g *guest) {
 		defer tm.Stop()
 		expire = tm.C
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-expire:
-			g.leave("The share expired")
-			return
-		case <-tick.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, t.b.opt.PingInterval)
-		err := g.conn.Ping(pctx)
-		cancel()
-		if err != nil {
-			g.leave("")
-			return
+	// The first check runs at once: a share ended between the guest's
+	// admission and its joining the terminal (EndShare found no guest yet)
+	// closes it now rather than at the next ping.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-expire:
+				g.leave("The share expired")
+				return
+			case <-tick.C:
+			}
+			pctx, cancel := context.WithTimeout(ctx, t.b.opt.PingInterval)
+			err := g.conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				g.leave("")
+				return
+			}
 		}
 		if g.Check == nil {
 			continue

@@ -65,9 +65,12 @@ func sawWatchers(tm *apitest.Terminal, names ...string) bool {
 		}
 	}
 	if last == nil {
-		return len(names) == 0
+		return false
 	}
-	ws, _ := last["watchers"].([]any)
+	ws, ok := last["watchers"].([]any)
+	if !ok {
+		return false // the list is always there, empty when nobody watches
+	}
 	if len(ws) != len(names) {
 		return false
 	}
@@ -195,8 +198,16 @@ func TestShareTerminal(t *testing.T) {
 
 		// The guest watches only while signed in.
 		e.Do(apitest.Request{Method: "GET", Path: "/ws/watch?share=" + write.Token}).Expect(t, http.StatusUnauthorized)
+		// A guest who leaves is gone from the owner's list, empty now.
+		w.SendControl(map[string]any{"type": "close"})
+		w.Ended(apitest.TerminalWait)
+		eventually(t, apitest.TerminalWait, "the owner to see nobody watching", func() bool { return sawWatchers(own) })
+
+		// The terminal's end closes its guests.
+		last := watch(t, e, write.Token, guest.Token)
+		last.AwaitControl("watching", apitest.TerminalWait)
 		own.Hangup()
-		expectNormalClose(t, w, "The terminal ended")
+		expectNormalClose(t, last, "The terminal ended")
 	})
 }
 

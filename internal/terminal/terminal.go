@@ -236,7 +236,7 @@ type control struct {
 	ID      string `json:"id,omitempty"`
 	Grace   *int   `json:"grace,omitempty"`
 	// Shared terminals (watch.go).
-	Watchers []Watcher `json:"watchers,omitempty"`
+	Watchers []Watcher `json:"watchers,omitzero"` // an empty list is sent: nobody watches now
 	Owner    string    `json:"owner,omitempty"`
 	Typing   *bool     `json:"typing,omitempty"`
 }

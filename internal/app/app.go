@@ -35,6 +35,7 @@ import (
 	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/sandbox/kube"
 	"tuxlab/internal/sandbox/qemu"
+	"tuxlab/internal/share"
 	"tuxlab/internal/store"
 	"tuxlab/internal/terminal"
 	"tuxlab/internal/web"
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	a.Classes = class.NewService(db.Classes(), a.Lessons, class.Options{Now: cfg.Now, LimitsNow: cfg.RateLimitNow})
 	a.Server = httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
-		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, DB: db, Log: log, Version: Version,
+		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, Shares: share.NewService(db.Shares(), cfg.Now), DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
 		UI: web.New(), Resets: a.Resets, Verifications: a.Verifications,
 	})

@@ -25,6 +25,7 @@ import (
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/share"
 	"tuxlab/internal/terminal"
 )
 
@@ -55,6 +56,7 @@ type Deps struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Classes   *class.Service
+	Shares    *share.Service
 	DB        Pinger
 	Log       *slog.Logger
 	Version   string
@@ -92,6 +94,7 @@ type Server struct {
 	resets         *auth.Resets
 	verifications  *auth.Verifications
 	classes        *class.Service
+	shares         *share.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -113,7 +116,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, shares: d.Shares, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(), resets: d.Resets, verifications: d.Verifications,
 	}

@@ -21,6 +21,7 @@ import (
 	"tuxlab/internal/mail"
 	"tuxlab/internal/profile"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/share"
 	"tuxlab/internal/store"
 	"tuxlab/internal/store/storetest"
 )
@@ -44,6 +45,7 @@ type seamFixture struct {
 	examTry   *exam.Attempt
 	class     *class.Class
 	assigned  *class.Assignment
+	shared    *share.Share
 }
 
 var seamNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -108,6 +110,9 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	must(err)
 	f.assigned = &class.Assignment{ClassID: f.class.ID, Kind: class.KindLab, ItemID: f.lab.ID, DueAt: seamNow.Add(time.Hour), CreatedAt: seamNow}
 	must(db.Classes().CreateAssignment(ctx, f.assigned, 10))
+	f.shared = &share.Share{ContainerID: f.container.ID, UserID: f.user.ID, TokenHash: "aa11", Mode: share.Write,
+		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}
+	must(db.Shares().CreateShare(ctx, f.shared, 10))
 	return f
 }
 
@@ -131,6 +136,16 @@ type seamWrite struct {
 // TestEveryWriteJoinsTheTransaction fails when a store gains a method that
 // is in neither this table nor seamReads.
 var seamWrites = []seamWrite{
+	{"Shares", "CreateShare", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Shares().CreateShare(ctx, &share.Share{ContainerID: f.container.ID, UserID: f.user.ID, TokenHash: "bb22", Mode: share.Read,
+			ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}, 10)
+	}},
+	{"Shares", "SetShareTyping", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Shares().SetShareTyping(ctx, f.container.ID, f.shared.ID, true)
+	}},
+	{"Shares", "DeleteShare", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Shares().DeleteShare(ctx, f.container.ID, f.shared.ID)
+	}},
 	{"Classes", "CreateClass", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Classes().CreateClass(ctx, &class.Class{OwnerID: f.user.ID, Name: "New", JoinCode: "HGFEDCBA", CreatedAt: seamNow}, 10)
 	}},
@@ -391,6 +406,7 @@ var seamReads = map[string][]string{
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},
 	"MFA":      {"FindMFA", "UnusedRecoveryCodes", "MFARequired"},
+	"Shares":   {"FindShares", "FindShareByID", "FindShareByToken"},
 	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }
 
@@ -399,13 +415,13 @@ var seamReads = map[string][]string{
 // method that writes belongs to a per-domain store, whose writes the test
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
-	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases",
+	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases", "Shares",
 	"ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases", "Shares"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -497,7 +513,7 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes", "leases"} {
+		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes", "leases", "terminal_shares"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -46,6 +46,8 @@ type term struct {
 	lastInput  time.Time // the last frame from a client
 	untouched  bool      // input came since keepTouched last recorded activity
 	warned     string
+	attachedAt time.Time       // when a socket attached last (a guest watches that terminal)
+	guests     map[*guest]bool // who watches (watch.go)
 }
 
 // socket is one client's WebSocket attached to a session.
@@ -277,6 +279,7 @@ func (t *term) attach(ctx context.Context, s *socket) (replayed bool, ok bool) {
 	}
 	old := t.att
 	t.att, t.detachedAt = s, time.Time{}
+	t.attachedAt = t.b.opt.Now()
 	kept := t.out.Bytes()
 	t.mu.Unlock()
 	if old != nil {
@@ -351,6 +354,7 @@ func (t *term) pumpOutput() {
 		if n > 0 {
 			t.mu.Lock()
 			t.out.Write(buf[:n])
+			t.feedGuests(buf[:n])
 			s := t.att
 			t.mu.Unlock()
 			if s != nil && s.send(t.ctx, websocket.MessageBinary, buf[:n]) != nil {

@@ -13,6 +13,7 @@
 //	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403
 //	                 {"type":"expiring","reason":"idle"|"lifetime","seconds":60}
 //	                 {"type":"detached","reason":"elsewhere"}        another socket took over; closes with 4000
+//	                 {"type":"watchers","watchers":[...]}            who watches (shared terminals, watch.go)
 package terminal
 
 import (
@@ -234,6 +235,10 @@ type control struct {
 	Seconds *int   `json:"seconds,omitempty"`
 	ID      string `json:"id,omitempty"`
 	Grace   *int   `json:"grace,omitempty"`
+	// Shared terminals (watch.go).
+	Watchers []Watcher `json:"watchers,omitzero"` // an empty list is sent: nobody watches now
+	Owner    string    `json:"owner,omitempty"`
+	Typing   *bool     `json:"typing,omitempty"`
 }
 
 // MaxSize bounds the terminal size a client may ask for.
@@ -283,7 +288,11 @@ func (b *Bridge) serveSocket(ctx context.Context, t *term, conn *websocket.Conn,
 	defer cancel()
 	conn.SetReadLimit(b.opt.MaxMessage)
 	s := newSocket(conn)
-	if _, ok := t.attach(ctx, s); !ok {
+	_, ok := t.attach(ctx, s)
+	if ok && len(t.watchers()) > 0 {
+		t.announceWatchers() // a reload shows who watches
+	}
+	if !ok {
 		if !reattach {
 			<-t.ending
 			t.tellEnd(s)

@@ -201,3 +201,28 @@ func runScript(t *testing.T, node, e2e, script, url, shots string, env []string)
 		t.Fatalf("the browser test failed (%v); screenshots in %s", err, shots)
 	}
 }
+
+// TestBrowserShare drives two headless Chromium contexts through
+// e2e/share.mjs: a learner shares a lesson's terminal from its header, a
+// second person signed in as another user opens the link and sees what the
+// learner typed before and types now, cannot type, and is closed out when
+// the learner ends sharing; axe checks the dialog and the watch page.
+func TestBrowserShare(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the browser test takes half a minute")
+	}
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
+		return
+	}
+	if apitest.RequireImage(t, apitest.DebianImage) == nil {
+		return
+	}
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.BundledCurriculum = true })
+	learner := e.CreateUser("learner", auth.RoleStudent)
+	guest := e.CreateUser("teacher", auth.RoleInstructor)
+	shots := shotsDir(t, e2e, "share")
+	runScript(t, node, e2e, "share.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
+		"TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password, "TUXLAB_E2E_GUEST=" + guest.Username + ":" + apitest.Password})
+}

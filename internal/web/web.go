@@ -50,6 +50,7 @@ var PagePaths = []string{
 	"/classes",
 	"/classes/{id}",
 	"/admin",
+	"/watch",
 }
 
 // PageCSP is the Content-Security-Policy of every page. Scripts come only from

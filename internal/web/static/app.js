@@ -12,6 +12,7 @@ import * as dashboard from "./pages/dashboard.js";
 import * as profile from "./pages/profile.js";
 import * as admin from "./pages/admin.js";
 import * as classes from "./pages/classes.js";
+import * as watch from "./pages/watch.js";
 import { signOut } from "./signout.js";
 
 const routes = [
@@ -30,6 +31,9 @@ const routes = [
   { re: /^\/classes$/, page: classes.list, auth: true, nav: "classes" },
   { re: /^\/classes\/(\d+)$/, page: classes.render, auth: true, nav: "classes" },
   { re: /^\/admin$/, page: admin.render, auth: true, nav: "admin" },
+  // Not auth: the page signs the guest in with the link's token kept (the
+  // fragment, which a redirect to /signin would lose otherwise).
+  { re: /^\/watch$/, page: watch.render, wide: true },
 ];
 
 let cleanups = [];

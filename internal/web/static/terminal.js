@@ -8,8 +8,9 @@ import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
 import { h, toast, fmtClock } from "./dom.js";
 import { quotaChoices } from "./sandbox.js";
+import { ShareDialog, watchersText } from "./share.js";
 
-const THEME = {
+export const THEME = {
   background: "#11151c", foreground: "#d8dee9", cursor: "#7ee787", cursorAccent: "#11151c",
   selectionBackground: "#3b4a63", selectionForeground: "#ffffff",
   black: "#1b2029", red: "#ff6b6b", green: "#7ee787", yellow: "#f2cc60", blue: "#79c0ff",
@@ -71,7 +72,7 @@ function ctrlOf(key) {
  */
 
 export class TerminalPanel {
-  constructor(el, { getSandbox, title = "Terminal" }) {
+  constructor(el, { getSandbox, title = "Terminal", share = true }) {
     this.getSandbox = getSandbox;
     this.retries = 0;
     this.closed = false;
@@ -79,12 +80,14 @@ export class TerminalPanel {
     this.timers = new Set();
     this.statusEl = h("span", { class: "term-status", role: "status", "aria-live": "polite" });
     this.nameEl = h("span", { class: "term-name" });
+    this.watchEl = h("span", { class: "term-watchers", role: "status", hidden: true });
     this.warnEl = h("div", { class: "term-warn", hidden: true, role: "alert" });
     this.host = h("div", { class: "term-host", "aria-label": "Terminal: Tab completes in the shell; F6 leaves the terminal" });
     this.root = h("section", { class: "term", "aria-label": title, dataset: { state: "idle" } },
       h("div", { class: "term-bar" },
-        h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl,
+        h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl, this.watchEl,
         h("span", { class: "term-tools" },
+          share ? h("button", { type: "button", class: "small ghost", title: "Let someone watch this terminal, or type in it", onclick: () => this.openShare() }, "Share") : null,
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
           h("button", { type: "button", class: "small ghost", title: "Connect again (to the same shell while it runs)", onclick: () => this.reconnect(true) }, "Reconnect"),
@@ -236,6 +239,8 @@ export class TerminalPanel {
       this.started = true;
       this.askedSession = m.id;
       storage.set(key, m.id);
+    } else if (m.type === "watchers") {
+      this.showWatchers(m.watchers || []);
     } else if (m.type === "detached") {
       // Another tab took this shell over: say so, and wait for the learner.
       this.elsewhere = true;
@@ -424,6 +429,21 @@ export class TerminalPanel {
 
   focus() { this.term.focus(); }
 
+  /** openShare opens the Share dialog for this terminal's sandbox. */
+  openShare() {
+    if (!this.container) { toast("The terminal is not connected yet"); return; }
+    this.share ||= new ShareDialog();
+    this.share.open(this.container);
+  }
+
+  /** showWatchers shows who watches in the header (the server's watchers message). */
+  showWatchers(ws) {
+    this.watchEl.textContent = watchersText(ws);
+    this.watchEl.title = this.watchEl.textContent;
+    this.watchEl.hidden = !ws.length;
+    this.share?.setWatchers(ws);
+  }
+
   /** dispose closes the socket and frees everything: the shell runs on for
    * the server's grace, so coming back to the page reattaches to it. */
   dispose() {
@@ -433,6 +453,7 @@ export class TerminalPanel {
     window.removeEventListener("online", this.onOnline);
     this.resizeObserver.disconnect();
     if (this.ws) this.ws.close();
+    this.share?.dispose();
     this.term.dispose();
   }
 }

@@ -135,7 +135,7 @@ export async function render(ctx) {
   function openTerminal(a) {
     if (!exam.has_practical || panel) return;
     const getSandbox = a.container_id ? (say) => containerById(a.container_id, say) : (say) => lessonSandbox(say, exam.template_id);
-    panel = new TerminalPanel(termBox, { getSandbox, title: a.container_id ? "This attempt's sandbox" : "Your sandbox" }).start();
+    panel = new TerminalPanel(termBox, { getSandbox, title: a.container_id ? "This attempt's sandbox" : "Your sandbox", share: false }).start();
   }
 
   // begin shows attempt a (from a start, or read back by its id) to work on.

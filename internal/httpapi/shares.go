@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"tuxlab/internal/errs"
@@ -216,6 +217,8 @@ func (s *Server) shareStillOpen(token string, sh *share.Share) func(ctx context.
 		switch {
 		case errs.Is(err, errs.NotFound):
 			return false, share.ErrLinkNotFound
+		case errors.Is(err, share.ErrInExam):
+			return false, err
 		case err != nil:
 			return typing, nil
 		}

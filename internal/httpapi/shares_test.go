@@ -245,3 +245,25 @@ func TestShareLimitsAndExpiry(t *testing.T) {
 		})
 	}
 }
+
+// TestShareRefusedInAnExam: an exam is taken alone, so its attempt's sandbox
+// cannot be shared (409, saying why), while the learner's other sandbox can.
+func TestShareRefusedInAnExam(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin, alice := rootAndAlice(e)
+		ex := examPracticalFixture(t, e, admin, "slug=alone&title=Alone")
+		own := createSandbox(t, e, alice.Token, busyboxTemplate(t, e))
+		at := startExam(t, e, alice.Token, ex.ID)
+		if at.ContainerID == nil {
+			t.Fatalf("the attempt names no sandbox: %+v", at)
+		}
+		res := e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/containers/%d/shares", *at.ContainerID), Token: alice.Token,
+			Body: map[string]any{"mode": "write"}}).Expect(t, http.StatusConflict)
+		if res.Detail() != share.ErrInExam.Detail {
+			t.Fatalf("refused with %q, want %q", res.Detail(), share.ErrInExam.Detail)
+		}
+		shareSandbox(t, e, alice.Token, own.ID, nil)
+	})
+}

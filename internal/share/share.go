@@ -58,6 +58,7 @@ var (
 	ErrNotFound     = errs.E(errs.NotFound, "Share not found")
 	ErrLinkNotFound = errs.E(errs.NotFound, "This share link is unknown, ended or expired: ask for a new one")
 	ErrTooMany      = errs.Errorf(errs.Conflict, "Too many live shares on this sandbox (at most %d): end one first", MaxPerSandbox)
+	ErrInExam       = errs.E(errs.Conflict, "This sandbox is an exam's in progress: an exam is taken alone, so its terminal cannot be shared")
 	ErrReadOnly     = errs.Field([]any{"typing"}, "A read-only share cannot let its guests type: share again with mode write", "value_error")
 )
 
@@ -76,6 +77,9 @@ type Store interface {
 	SetShareTyping(ctx context.Context, containerID, id int64, typing bool) error
 	// DeleteShare deletes share id of sandbox containerID; ErrNotFound.
 	DeleteShare(ctx context.Context, containerID, id int64) error
+	// InExam reports whether sandbox containerID is the sandbox of an
+	// exam attempt in progress.
+	InExam(ctx context.Context, containerID int64) (bool, error)
 }
 
 // Service is the share domain.
@@ -108,6 +112,9 @@ func (s *Service) Create(ctx context.Context, containerID, userID int64, mode Mo
 	if err := f.Err(); err != nil {
 		return nil, "", err
 	}
+	if err := s.notInExam(ctx, containerID); err != nil {
+		return nil, "", err
+	}
 	token, hash, err := newToken()
 	if err != nil {
 		return nil, "", err
@@ -135,7 +142,25 @@ func (s *Service) Live(ctx context.Context, containerID, id int64) (*Share, erro
 	if !s.stamp().Before(sh.ExpiresAt) {
 		return nil, ErrNotFound
 	}
+	if err := s.notInExam(ctx, containerID); err != nil {
+		return nil, err
+	}
 	return sh, nil
+}
+
+// notInExam answers ErrInExam while sandbox containerID is an exam
+// attempt's in progress. Exams start on a sandbox of their own, so this
+// refuses a share made during the attempt; the checks of a live share
+// (Live, ByToken) ask too, so that no path lets a guest into an exam.
+func (s *Service) notInExam(ctx context.Context, containerID int64) error {
+	in, err := s.store.InExam(ctx, containerID)
+	if err != nil {
+		return err
+	}
+	if in {
+		return ErrInExam
+	}
+	return nil
 }
 
 // SetTyping lets the guests of live share id type, or stops them; a read
@@ -176,6 +201,9 @@ func (s *Service) ByToken(ctx context.Context, token string) (*Share, error) {
 	}
 	if !s.stamp().Before(sh.ExpiresAt) {
 		return nil, ErrLinkNotFound
+	}
+	if err := s.notInExam(ctx, sh.ContainerID); err != nil {
+		return nil, err
 	}
 	return sh, nil
 }

@@ -20,6 +20,7 @@ func (m *memStore) CreateShare(_ context.Context, sh *Share, max int) error {
 	m.shares[sh.ID] = sh
 	return nil
 }
+func (m *memStore) InExam(context.Context, int64) (bool, error)                    { return false, nil }
 func (m *memStore) FindShares(context.Context, int64, time.Time) ([]*Share, error) { return nil, nil }
 func (m *memStore) FindShareByID(_ context.Context, _, id int64) (*Share, error) {
 	if sh := m.shares[id]; sh != nil {

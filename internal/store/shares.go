@@ -83,6 +83,17 @@ func (s *ShareStore) DeleteShare(ctx context.Context, containerID, id int64) err
 	return s.one(ctx, `DELETE FROM terminal_shares WHERE id = $1 AND container_id = $2`, id, containerID)
 }
 
+// InExam reports whether sandbox containerID is the sandbox of an exam
+// attempt in progress.
+func (s *ShareStore) InExam(ctx context.Context, containerID int64) (bool, error) {
+	var n int
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT COUNT(*) FROM exam_attempts WHERE container_id = $1 AND status = 'in_progress'`, containerID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("find an exam in sandbox %d: %w", containerID, err)
+	}
+	return n > 0, nil
+}
+
 // one runs a statement that must change exactly one share.
 func (s *ShareStore) one(ctx context.Context, query string, args ...any) error {
 	res, err := s.q(ctx).ExecContext(ctx, query, args...)

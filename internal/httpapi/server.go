@@ -24,6 +24,7 @@ import (
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/profile"
+	"tuxlab/internal/recording"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/terminal"
 )
@@ -55,9 +56,12 @@ type Deps struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Classes   *class.Service
-	DB        Pinger
-	Log       *slog.Logger
-	Version   string
+	// Recordings are the terminals' recordings (nil: none is recorded,
+	// and their routes list none).
+	Recordings *recording.Service
+	DB         Pinger
+	Log        *slog.Logger
+	Version    string
 
 	CORSOrigins  []string
 	MaxBodyBytes int64
@@ -92,6 +96,7 @@ type Server struct {
 	resets         *auth.Resets
 	verifications  *auth.Verifications
 	classes        *class.Service
+	recordings     *recording.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -113,7 +118,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, recordings: d.Recordings, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(), resets: d.Resets, verifications: d.Verifications,
 	}

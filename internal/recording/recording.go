@@ -76,6 +76,9 @@ type Store interface {
 	// OpenAttempt finds the lab or exam attempt in progress of userID whose
 	// sandbox is containerID (ok false: none).
 	OpenAttempt(ctx context.Context, userID, containerID int64) (kind string, id int64, ok bool, err error)
+	// SandboxOwner returns the owner of sandbox containerID (ok false: no
+	// such sandbox, or no longer).
+	SandboxOwner(ctx context.Context, containerID int64) (userID int64, ok bool, err error)
 	// AttemptRecording returns the id of the latest recording of an
 	// attempt, or nil.
 	AttemptRecording(ctx context.Context, kind string, attemptID int64) (*int64, error)
@@ -181,15 +184,19 @@ func (s *Service) Get(ctx context.Context, a actor.Actor, id int64) (*Recording,
 }
 
 // OfSandbox lists the recordings of sandbox containerID, newest first, when
-// a may see them; ownerID is the sandbox's owner when it still exists (0:
-// it is gone, and its recordings tell whose it was). Nothing to see is
-// ErrNotFound, as for a sandbox that never existed.
-func (s *Service) OfSandbox(ctx context.Context, a actor.Actor, containerID, ownerID int64) ([]*Recording, error) {
+// a may see them: its owner's (or, once it is gone, the owner its
+// recordings name). Nothing to see is ErrNotFound, as for a sandbox that
+// never existed.
+func (s *Service) OfSandbox(ctx context.Context, a actor.Actor, containerID int64) ([]*Recording, error) {
+	ownerID, exists, err := s.store.SandboxOwner(ctx, containerID)
+	if err != nil {
+		return nil, err
+	}
 	rs, err := s.store.FindRecordings(ctx, Filter{ContainerID: &containerID})
 	if err != nil {
 		return nil, err
 	}
-	if ownerID == 0 {
+	if !exists {
 		if len(rs) == 0 {
 			return nil, ErrNotFound
 		}

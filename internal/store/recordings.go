@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"tuxlab/internal/recording"
@@ -86,17 +87,17 @@ func (s *RecordingStore) RecordingEvents(ctx context.Context, id int64) ([]byte,
 
 // FindRecordings lists the recordings f selects, newest first.
 func (s *RecordingStore) FindRecordings(ctx context.Context, f recording.Filter) ([]*recording.Recording, error) {
-	return queryAll(ctx, s.q(ctx), scanRecording, `SELECT `+recordingColumns+` FROM terminal_recordings
-		WHERE ($1 IS NULL OR user_id = $1) AND ($2 IS NULL OR container_id = $2) ORDER BY started_at DESC, id DESC`,
-		nullID(f.UserID), nullID(f.ContainerID))
-}
-
-// nullID is id as a query argument typed for both engines (NULL: any).
-func nullID(id *int64) sql.NullInt64 {
-	if id == nil {
-		return sql.NullInt64{}
+	q := `SELECT ` + recordingColumns + ` FROM terminal_recordings WHERE TRUE`
+	var args []any
+	if f.UserID != nil {
+		args = append(args, *f.UserID)
+		q += fmt.Sprintf(` AND user_id = $%d`, len(args))
 	}
-	return sql.NullInt64{Int64: *id, Valid: true}
+	if f.ContainerID != nil {
+		args = append(args, *f.ContainerID)
+		q += fmt.Sprintf(` AND container_id = $%d`, len(args))
+	}
+	return queryAll(ctx, s.q(ctx), scanRecording, q+` ORDER BY started_at DESC, id DESC`, args...)
 }
 
 // DeleteRecording deletes recording id.
@@ -140,6 +141,16 @@ func (s *RecordingStore) OpenAttempt(ctx context.Context, userID, containerID in
 		return "", 0, false, nil
 	}
 	return kind, id, err == nil, err
+}
+
+// SandboxOwner returns the owner of sandbox containerID, if it exists.
+func (s *RecordingStore) SandboxOwner(ctx context.Context, containerID int64) (int64, bool, error) {
+	var id int64
+	err := s.q(ctx).QueryRowContext(ctx, `SELECT user_id FROM containers WHERE id = $1`, containerID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
 }
 
 // AttemptRecording returns the id of the latest recording of an attempt.

@@ -34,7 +34,7 @@ type recorder struct {
 	max   int64
 	now   func() time.Time
 	log   *slog.Logger
-	start time.Time
+	start time.Time // the events' times count from it (on now's clock)
 
 	mu        sync.Mutex   // guards the fields below it; never held across I/O
 	pending   bytes.Buffer // events not written yet
@@ -51,7 +51,7 @@ func newRecorder(sink Recordings, rec *recording.Recording, max int64, now func(
 	if sink == nil || rec == nil {
 		return nil
 	}
-	return &recorder{sink: sink, rec: rec, max: max, now: now, log: log, start: rec.StartedAt}
+	return &recorder{sink: sink, rec: rec, max: max, now: now, log: log, start: now()}
 }
 
 // on reports whether the session is recorded.

@@ -8,6 +8,7 @@
 //	client → server  {"type":"resize","cols":120,"rows":40}
 //	                 {"type":"close"}                                hang up now
 //	server → client  {"type":"session","id":"...","grace":60}         first, on every socket
+//	                 (with "recording":true when the session is recorded: record.go)
 //	                 {"type":"exit","code":0}
 //	                 {"type":"error","detail":"..."}                 the session goes on
 //	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403

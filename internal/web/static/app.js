@@ -12,6 +12,7 @@ import * as dashboard from "./pages/dashboard.js";
 import * as profile from "./pages/profile.js";
 import * as admin from "./pages/admin.js";
 import * as classes from "./pages/classes.js";
+import * as recordings from "./pages/recordings.js";
 import { signOut } from "./signout.js";
 
 const routes = [
@@ -30,6 +31,8 @@ const routes = [
   { re: /^\/classes$/, page: classes.list, auth: true, nav: "classes" },
   { re: /^\/classes\/(\d+)$/, page: classes.render, auth: true, nav: "classes" },
   { re: /^\/admin$/, page: admin.render, auth: true, nav: "admin" },
+  { re: /^\/recordings$/, page: recordings.list, auth: true, nav: "dashboard" },
+  { re: /^\/recordings\/(\d+)$/, page: recordings.render, auth: true, nav: "dashboard", wide: true },
 ];
 
 let cleanups = [];

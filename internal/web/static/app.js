@@ -32,7 +32,7 @@ const routes = [
   { re: /^\/classes\/(\d+)$/, page: classes.render, auth: true, nav: "classes" },
   { re: /^\/admin$/, page: admin.render, auth: true, nav: "admin" },
   { re: /^\/recordings$/, page: recordings.list, auth: true, nav: "dashboard" },
-  { re: /^\/recordings\/(\d+)$/, page: recordings.render, auth: true, nav: "dashboard", wide: true },
+  { re: /^\/recordings\/(\d+)$/, page: recordings.render, auth: true, nav: "dashboard" },
 ];
 
 let cleanups = [];

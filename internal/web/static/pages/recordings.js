@@ -67,7 +67,7 @@ export async function list(ctx) {
       h("td", null, size(r.bytes), r.truncated ? h("span", { class: "badge warn", title: "The session printed more than a recording keeps: the rest was dropped" }, " truncated") : null),
       h("td", { class: "actions" },
         h("a", { href: `/recordings/${r.id}`, "aria-label": `Replay recording ${r.id}` }, "Replay"), " ",
-        h("a", { href: r.url, download: `recording-${r.id}.cast`, "aria-label": `Download recording ${r.id} as .cast` }, "Download .cast"), " ",
+        h("a", { href: r.url, download: `recording-${r.id}.cast`, "aria-label": `Download .cast of recording ${r.id}` }, "Download .cast"), " ",
         del));
   }));
   draw(rs);
@@ -106,6 +106,6 @@ export async function render(ctx) {
     h("p", null, h("a", { href: url, download: `recording-${id}.cast`, class: "button secondary" }, "Download .cast")));
   const Player = await loadPlayer();
   if (!ctx.current()) return;
-  const player = Player.create({ data: cast }, box, { fit: "width", autoPlay: true, idleTimeLimit: 2, theme: "asciinema" });
+  const player = Player.create({ data: cast }, box, { fit: "width", autoPlay: true, controls: true, idleTimeLimit: 2, theme: "asciinema" });
   ctx.cleanup(() => player.dispose());
 }

@@ -8,6 +8,7 @@ import (
 
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
+	"tuxlab/internal/config"
 	"tuxlab/internal/recording"
 )
 
@@ -60,4 +61,42 @@ func TestBrowserRecordings(t *testing.T) {
 	runScript(t, node, e2e, "recordings.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
 		"TUXLAB_E2E_LEARNER=" + account(learner), "TUXLAB_E2E_TEACHER=" + account(teacher), "TUXLAB_E2E_OTHER=" + account(other),
 		"TUXLAB_E2E_RECORDING=" + fmt.Sprint(r.ID), "TUXLAB_E2E_MARKER=" + marker})
+}
+
+// TestBrowserRecordedLab drives headless Chromium through
+// e2e/recorded-lab.mjs on a real engine: a laboratory's terminal says it
+// is recorded, the learner types a command, submits, and the results'
+// replay link plays what the shell printed.
+func TestBrowserRecordedLab(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the browser test takes half a minute")
+	}
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
+		return
+	}
+	if apitest.RequireEngine(t) == nil { // with the BusyBox test image
+		return
+	}
+	e := apitest.New(t, "sqlite", func(c *config.Config) { c.RecordingFlush = 200 * time.Millisecond })
+	admin := e.CreateUser("admin", auth.RoleAdmin)
+	learner := e.CreateUser("lea", auth.RoleStudent)
+	var templates []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	e.Get("/api/sandbox-templates", "").Expect(t, 200).JSON(t, &templates)
+	var busybox int64
+	for _, tpl := range templates {
+		if tpl.Name == "BusyBox" {
+			busybox = tpl.ID
+		}
+	}
+	var lab struct{ ID int64 }
+	e.Do(apitest.Request{Method: "POST", Path: fmt.Sprintf("/api/admin/laboratories?slug=recorded&title=Recorded&template_id=%d&time_limit_minutes=30", busybox),
+		Token: admin.Token, Body: map[string]any{"tasks": []map[string]any{{"title": "Anything", "check": "true"}}}}).Expect(t, 201).JSON(t, &lab)
+	shots := shotsDir(t, e2e, "recorded-lab")
+	runScript(t, node, e2e, "recorded-lab.mjs", e.URL, shots, []string{"CHROMIUM=" + chromium,
+		"TUXLAB_E2E_LEARNER=" + learner.Username + ":" + apitest.Password, "TUXLAB_E2E_LAB=" + fmt.Sprint(lab.ID)})
 }

@@ -86,17 +86,19 @@ export class TerminalPanel {
     this.warnEl = h("div", { class: "term-warn", hidden: true, role: "alert" });
     this.host = h("div", { class: "term-host", "aria-label": "Terminal: Tab completes in the shell; F6 leaves the terminal" });
     // The server says whether the session is recorded (its session message).
-    this.recEl = h("span", { class: "term-rec", hidden: true }, h("span", { "aria-hidden": "true" }, "● "), "This session is recorded");
+    this.recEl = h("p", { class: "term-rec", hidden: true }, h("span", { "aria-hidden": "true" }, "● "),
+      "This session is recorded: what the terminal shows can be replayed by you and your teachers (", h("a", { href: "/recordings" }, "Recordings"), ").");
     this.recordBox = recordable ? h("input", { type: "checkbox", checked: storage.get(recordKey) === "1", onchange: () => this.setRecord() }) : null;
     this.root = h("section", { class: "term", "aria-label": title, dataset: { state: "idle" } },
       h("div", { class: "term-bar" },
-        h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl, this.recEl,
+        h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl,
         h("span", { class: "term-tools" },
           this.recordBox ? h("label", { class: "term-record", title: "Record the next new shell of this sandbox (replay it under Recordings)" }, this.recordBox, " Record") : null,
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
           h("button", { type: "button", class: "small ghost", title: "Connect again (to the same shell while it runs)", onclick: () => this.reconnect(true) }, "Reconnect"),
           h("button", { type: "button", class: "small ghost", title: "End the shell and what runs in it (a new one opens on Enter)", onclick: () => this.endSession() }, "End session"))),
+      this.recEl,
       // The warning lies over the screen instead of pushing it down: a resize
       // would reach the server, and the terminal's size should not jump.
       h("div", { class: "term-screen" }, this.host, this.warnEl),

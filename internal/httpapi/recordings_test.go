@@ -261,3 +261,34 @@ func TestRecordingRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordingOfExamAttempt: the terminal of an exam attempt's own sandbox
+// is recorded and names the attempt.
+func TestRecordingOfExamAttempt(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		admin, alice := rootAndAlice(e)
+		ex := createExam(t, e, admin, fmt.Sprintf("slug=rec-exam&title=Recorded&template_id=%d", busyboxTemplate(t, e)),
+			map[string]any{"questions": []map[string]any{{"kind": "practical", "prompt": "Anything.", "check": "true"}}})
+		var at examAttemptBody
+		post(e, alice.Token, fmt.Sprintf("/api/exams/%d/start", ex.ID), nil).Expect(t, 201).JSON(t, &at)
+		if at.ContainerID == nil {
+			t.Fatalf("an exam attempt without a sandbox: %+v", at)
+		}
+		tc := e.OpenTerminal(t, terminalPath(*at.ContainerID), alice.Token, 80, 24)
+		if on, _ := tc.AwaitControl("session", 30*time.Second)["recording"].(bool); !on {
+			t.Fatal("an exam attempt's terminal says nothing of a recording")
+		}
+		tc.Exchange("echo exam-$((40+2))-mark\n", "exam-42-mark")
+		tc.End()
+		e.WaitTerminalsClosed(t, time.Minute)
+		rs := sandboxRecordings(t, e, alice.Token, *at.ContainerID)
+		if len(rs) != 1 || rs[0].AttemptKind == nil || *rs[0].AttemptKind != "exam" || rs[0].AttemptID == nil || *rs[0].AttemptID != at.ID {
+			t.Fatalf("recordings %+v", rs)
+		}
+		if c := parseCast(t, e.Get(rs[0].URL, alice.Token).Expect(t, 200).Body); !strings.Contains(c.Output, "exam-42-mark") || strings.Contains(c.Output, "tuxlab;sized") {
+			t.Fatalf("the exam's recording holds %q", c.Output)
+		}
+	}, func(c *config.Config) { c.RecordingFlush = 100 * time.Millisecond })
+}

@@ -99,6 +99,7 @@ func (s *Server) handleRecordingCast(w http.ResponseWriter, r *http.Request) err
 	h.Set("Content-Type", castMediaType)
 	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="recording-%d.cast"`, id))
 	h.Set("Cache-Control", "private, no-store")
+	h.Set("Content-Length", strconv.Itoa(len(cast)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(cast)
 	return nil

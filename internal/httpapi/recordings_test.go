@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/config"
@@ -259,6 +260,22 @@ func TestRecordingRetention(t *testing.T) {
 		if got := sandboxRecordings(t, e, alice.Token, 42); len(got) != 1 || got[0].ID != young {
 			t.Fatalf("recordings of the gone sandbox %+v", got)
 		}
+		// The background loop purges as it starts, then every interval.
+		older := add(40 * 24 * time.Hour)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); e.App.Recordings.Run(runCtx, time.Hour) }()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := e.App.Recordings.Get(ctx, actor.AsAdmin(), older); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the background loop did not delete an old recording")
+			}
+		}
+		stop()
+		<-done
+		e.Get(fmt.Sprintf("/api/recordings/%d", young), alice.Token).Expect(t, 200)
 	})
 }
 

@@ -95,8 +95,12 @@ func (s *Server) handleRecordingCast(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	// What a learner's shell printed is the learner's text: never sniffed
+	// as a page, nor run as one should a browser open it.
 	h := w.Header()
 	h.Set("Content-Type", castMediaType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Content-Disposition", fmt.Sprintf(`inline; filename="recording-%d.cast"`, id))
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("Content-Length", strconv.Itoa(len(cast)))

@@ -142,8 +142,9 @@ func TestRecordingOfLabAttempt(t *testing.T) {
 			t.Fatalf("recording %+v", rec)
 		}
 		r := e.Get(rec.URL, alice.Token).Expect(t, 200)
-		if ct := r.Header.Get("Content-Type"); ct != "application/x-asciicast" {
-			t.Fatalf("content type %q", ct)
+		if ct := r.Header.Get("Content-Type"); ct != "application/x-asciicast" || r.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			!strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") {
+			t.Fatalf("content type %q, headers %v", ct, r.Header)
 		}
 		c := parseCast(t, r.Body)
 		if c.Header.Width != 100 || c.Header.Height != 30 || c.Header.Timestamp == 0 {

@@ -124,7 +124,10 @@ func incompleteTail(p []byte) int {
 	return 0
 }
 
-// keepFlushing writes what was recorded every interval until ctx ends.
+// keepFlushing writes what was recorded every interval until ctx ends. A
+// write is not cut short when ctx ends (the session's end would otherwise
+// cancel a write under way and leave the recording unsure of its row);
+// each waits at most flushTimeout.
 func (r *recorder) keepFlushing(ctx context.Context, every time.Duration) {
 	if r == nil {
 		return
@@ -136,18 +139,23 @@ func (r *recorder) keepFlushing(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			r.flush(ctx, false)
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			r.flush(fctx, false)
+			cancel()
 		}
 	}
 }
 
+// flushTimeout bounds one write of a recording.
+const flushTimeout = 10 * time.Second
+
 // finish writes the rest and the session's end; the session's output has
-// ended. It waits at most 10 seconds for the store.
+// ended. It waits at most flushTimeout for the store.
 func (r *recorder) finish() {
 	if r == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	r.flush(ctx, true)
 }
@@ -176,7 +184,12 @@ func (r *recorder) flush(ctx context.Context, end bool) {
 	}
 	if !r.created {
 		if err := r.sink.Begin(ctx, r.rec); err != nil {
-			r.fail(err)
+			if end {
+				r.fail(err)
+				return
+			}
+			r.log.Warn("could not save a terminal recording yet: trying again at the next flush", "container_id", r.rec.ContainerID, "error", err.Error())
+			r.requeue(events)
 			return
 		}
 		r.created = true
@@ -192,13 +205,18 @@ func (r *recorder) flush(ctx context.Context, end bool) {
 			return
 		}
 		r.log.Warn("could not save a terminal recording yet: trying again at the next flush", "recording_id", r.rec.ID, "error", err.Error())
-		r.mu.Lock() // put the events back before what came meanwhile
-		rest := bytes.Clone(r.pending.Bytes())
-		r.pending.Reset()
-		r.pending.Write(events)
-		r.pending.Write(rest)
-		r.mu.Unlock()
+		r.requeue(events)
 	}
+}
+
+// requeue puts events that were not written back before what came since.
+func (r *recorder) requeue(events []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rest := bytes.Clone(r.pending.Bytes())
+	r.pending.Reset()
+	r.pending.Write(events)
+	r.pending.Write(rest)
 }
 
 // fail gives the recording up; the caller holds flushMu.

@@ -23,13 +23,17 @@ type memRecordings struct {
 	size      int64
 	truncated bool
 	ended     *time.Time
-	appends   int
 	failNext  bool
+	failBegin bool
 }
 
 func (m *memRecordings) Begin(_ context.Context, r *recording.Recording) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failBegin {
+		m.failBegin = false
+		return errors.New("the database does not answer")
+	}
 	m.begun++
 	r.ID = 7
 	return nil
@@ -45,7 +49,6 @@ func (m *memRecordings) Append(_ context.Context, id int64, events []byte, size 
 	if id != 7 {
 		return errors.New("an unknown recording")
 	}
-	m.appends++
 	m.events.Write(events)
 	m.size, m.truncated, m.ended = size, truncated, ended
 	return nil
@@ -85,7 +88,8 @@ func testRecorder(sink Recordings, max int64, now func() time.Time) *recorder {
 
 // TestRecorderEvents: output and resizes become asciicast v2 event lines in
 // order, timed from the start; a character split between two reads is
-// recorded whole; a flush that fails is tried again with nothing lost.
+// recorded whole; a flush that fails (making the recording, or adding to
+// it) is tried again with nothing lost.
 func TestRecorderEvents(t *testing.T) {
 	start := time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)
 	clock := start
@@ -95,6 +99,8 @@ func TestRecorderEvents(t *testing.T) {
 
 	clock = start.Add(500 * time.Millisecond)
 	r.output([]byte("hello \xc3")) // "é" split in two reads
+	sink.failBegin = true
+	r.flush(context.Background(), false)
 	r.output([]byte("\xa9 world\r\n"))
 	sink.failNext = true
 	r.flush(context.Background(), false)

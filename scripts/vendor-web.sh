@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 XTERM_VERSION=${XTERM_VERSION:-6.0.0}
 FIT_VERSION=${FIT_VERSION:-0.11.0}
 SWAGGER_VERSION=${SWAGGER_VERSION:-5.35.0}
+ASCIINEMA_VERSION=${ASCIINEMA_VERSION:-3.18.0}
 
 say() { printf '==> %s\n' "$*" >&2; }
 command -v npm >/dev/null || { say "npm is missing: apt-get install npm"; exit 1; }
@@ -49,6 +50,7 @@ fetch() {
 fetch @xterm/xterm "$XTERM_VERSION" xterm lib/xterm.mjs css/xterm.css LICENSE
 fetch @xterm/addon-fit "$FIT_VERSION" xterm-addon-fit lib/addon-fit.mjs LICENSE
 fetch swagger-ui-dist "$SWAGGER_VERSION" swagger-ui swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css LICENSE NOTICE
+fetch asciinema-player "$ASCIINEMA_VERSION" asciinema-player dist/bundle/asciinema-player.min.js dist/bundle/asciinema-player.css LICENSE
 
 {
 	echo "# Vendored browser libraries"
@@ -62,6 +64,8 @@ fetch swagger-ui-dist "$SWAGGER_VERSION" swagger-ui swagger-ui-bundle.js swagger
 	printf '%s\n' "${records[@]}"
 	echo
 	echo "Used by: the terminal of the lesson, lab and exam pages (xterm.js and its fit addon, as ES"
-	echo "modules) and \`/docs\` (Swagger UI, rendering \`/api/openapi.json\`)."
+	echo "modules), \`/docs\` (Swagger UI, rendering \`/api/openapi.json\`) and the replay of terminal"
+	echo "recordings at \`/recordings/{id}\` (asciinema-player's browser bundle, loaded as a classic script;"
+	echo "its terminal emulator is WebAssembly, which the pages' policy allows with 'wasm-unsafe-eval')."
 } > "$dest/VENDORED.md"
 say "vendored into $dest (see $dest/VENDORED.md)"

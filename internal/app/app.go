@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"tuxlab/internal/mail"
 	"tuxlab/internal/metrics"
 	"tuxlab/internal/profile"
+	"tuxlab/internal/recording"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/sandbox/docker"
 	"tuxlab/internal/sandbox/kube"
@@ -58,7 +60,9 @@ type App struct {
 	Profiles  *profile.Service
 	Dashboard *dashboard.Dashboard
 	Classes   *class.Service
-	Server    *httpapi.Server
+	// Recordings are the terminals' recordings (docs/terminal.md, "Recordings").
+	Recordings *recording.Service
+	Server     *httpapi.Server
 	// Mail is the mail queue; its worker runs in Background. Resets is
 	// password reset by mail, off without TUXLAB_SMTP_URL.
 	Mail   *mail.Queue
@@ -106,8 +110,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	if err := a.openSandboxes(ctx); err != nil {
 		return nil, err
 	}
+	a.Recordings = recording.NewService(db.Recordings(), recording.Options{MaxBytes: cfg.RecordingMaxBytes, Retention: cfg.RecordingRetention, Now: cfg.Now, Log: log})
 	a.Terminals = terminal.NewBridge(a.Sandboxes, terminal.Options{IdleTimeout: cfg.TerminalIdleTimeout, MaxPerSandbox: cfg.TerminalsPerSandbox, Grace: cfg.TerminalGrace,
-		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log})
+		PingInterval: cfg.TerminalPingInterval, Describe: httpapi.Describe, Log: a.Log,
+		Recordings: a.Recordings, RecordFlush: cfg.RecordingFlush, RecordMaxBytes: a.Recordings.MaxBytes()})
 	a.Auth = auth.NewService(db.Users(), auth.Options{
 		Sessions:           a.Terminals,
 		Secret:             []byte(cfg.SecretKey),
@@ -132,7 +138,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, db *store.DB)
 	a.Classes = class.NewService(db.Classes(), a.Lessons, class.Options{Now: cfg.Now, LimitsNow: cfg.RateLimitNow})
 	a.Server = httpapi.New(httpapi.Deps{
 		Auth: a.Auth, Lessons: a.Lessons, Sandboxes: a.Sandboxes, Terminals: a.Terminals, Labs: a.Labs, Exams: a.Exams, Profiles: a.Profiles,
-		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, Shares: share.NewService(db.Shares(), cfg.Now), DB: db, Log: log, Version: Version,
+		Dashboard: dashboard.NewDashboard(db.Activity(), a.Lessons, cfg.Now), Classes: a.Classes, Shares: share.NewService(db.Shares(), cfg.Now), Recordings: a.Recordings, DB: db, Log: log, Version: Version,
 		CORSOrigins: cfg.CORSOrigins, MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, MetricsToken: string(cfg.MetricsToken), SecureCookies: cfg.Env == config.Production, AccessLogLevel: slog.LevelInfo,
 		UI: web.New(), Resets: a.Resets, Verifications: a.Verifications,
 	})
@@ -494,13 +500,15 @@ func diskMB(mb int) int {
 }
 
 // Background runs the periodic work (sandbox lifecycle and reconciliation,
-// the disk watch, the warm pool and its heartbeat, the mail queue's worker)
+// the disk watch, the warm pool and its heartbeat, the mail queue's worker,
+// the retention of terminal recordings)
 // until ctx ends, and returns when it has stopped (the warm pool removed,
 // the last mail's delivery recorded). Serve runs it; a caller that runs it
 // itself must wait for it before Close.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Mail.Run(ctx) })
+	wg.Go(func() { a.Recordings.Run(ctx, cmp.Or(a.Config.RecordingPurgeInterval, time.Hour)) })
 	if a.machines != nil {
 		wg.Go(func() { a.machineAccel(ctx) })
 	}

@@ -58,6 +58,11 @@ type Config struct {
 	// checks its user again (0: 30s). Not read from the environment: tests
 	// set it.
 	TerminalPingInterval time.Duration
+	// RecordingFlush is how often a recorded terminal writes its output to
+	// the database (0: 5s), and RecordingPurgeInterval how often old
+	// recordings are deleted (0: 1h). Not read from the environment: tests
+	// shorten them.
+	RecordingFlush, RecordingPurgeInterval time.Duration
 
 	Env         string        // TUXLAB_ENV: development or production
 	Addr        string        // TUXLAB_ADDR: listen address
@@ -105,6 +110,8 @@ type Config struct {
 	TerminalIdleTimeout      time.Duration  // TUXLAB_TERMINAL_IDLE_TIMEOUT
 	TerminalsPerSandbox      int            // TUXLAB_TERMINALS_PER_SANDBOX
 	TerminalGrace            time.Duration  // TUXLAB_TERMINAL_GRACE: a dropped terminal's shell waits this long for its client (0: hang up at once)
+	RecordingMaxBytes        int64          // TUXLAB_RECORDING_MAX_BYTES: the most one terminal recording keeps
+	RecordingRetention       time.Duration  // TUXLAB_RECORDING_RETENTION: recordings older than this are deleted
 	LabCheckInterval         time.Duration  // TUXLAB_LAB_CHECK_INTERVAL: from the end of one lab check of an attempt to the next
 	LabCheckBudget           time.Duration  // TUXLAB_LAB_CHECK_BUDGET: the wall time of a whole lab check, every task
 	LabAttemptsPerDay        int            // TUXLAB_LAB_ATTEMPTS_PER_DAY: attempts a learner starts of one lab in 24 hours
@@ -243,6 +250,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TerminalIdleTimeout = env.duration("TUXLAB_TERMINAL_IDLE_TIMEOUT", 15*time.Minute)
 	c.TerminalsPerSandbox = env.int("TUXLAB_TERMINALS_PER_SANDBOX", 8, 1, 100)
 	c.TerminalGrace = env.durationUpTo("TUXLAB_TERMINAL_GRACE", time.Minute, time.Hour)
+	c.RecordingMaxBytes = int64(env.int("TUXLAB_RECORDING_MAX_BYTES", 2<<20, 4<<10, 64<<20))
+	c.RecordingRetention = env.duration("TUXLAB_RECORDING_RETENTION", 30*24*time.Hour)
 	c.LabCheckInterval = env.duration("TUXLAB_LAB_CHECK_INTERVAL", 5*time.Second)
 	c.LabCheckBudget = env.duration("TUXLAB_LAB_CHECK_BUDGET", 30*time.Second)
 	c.LabAttemptsPerDay = env.int("TUXLAB_LAB_ATTEMPTS_PER_DAY", 10, 1, 1000)

@@ -17,7 +17,8 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Env != Development || c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.TokenTTL.Minutes() != 480 ||
-		c.SQLitePath() != "data/tuxlab.db" || c.TerminalGrace != time.Minute {
+		c.SQLitePath() != "data/tuxlab.db" || c.TerminalGrace != time.Minute ||
+		c.RecordingMaxBytes != 2<<20 || c.RecordingRetention != 30*24*time.Hour {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -40,6 +41,8 @@ func TestLoadRejects(t *testing.T) {
 		{"terminal grace over an hour", map[string]string{"TUXLAB_TERMINAL_GRACE": "2h"}, "TUXLAB_TERMINAL_GRACE"},
 		{"terminal grace without a unit", map[string]string{"TUXLAB_TERMINAL_GRACE": "60"}, "TUXLAB_TERMINAL_GRACE"},
 		{"bootstrap without password", map[string]string{"TUXLAB_BOOTSTRAP_ADMIN": "root:root@tuxlab.org"}, "TUXLAB_BOOTSTRAP_ADMIN_PASSWORD"},
+		{"recordings of 1 KiB", map[string]string{"TUXLAB_RECORDING_MAX_BYTES": "1024"}, "TUXLAB_RECORDING_MAX_BYTES"},
+		{"a retention without a unit", map[string]string{"TUXLAB_RECORDING_RETENTION": "30"}, "TUXLAB_RECORDING_RETENTION"},
 	}
 	for _, tt := range tests {
 		if _, err := Load(env(tt.env)); err == nil || !strings.Contains(err.Error(), tt.want) {

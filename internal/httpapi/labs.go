@@ -7,6 +7,7 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/auth"
 	"tuxlab/internal/lab"
+	"tuxlab/internal/recording"
 )
 
 // What a learner or anyone sees of a lab: never a script or a solution.
@@ -110,6 +111,8 @@ type labAttemptResponse struct {
 	// SandboxRemovedAt says when the lab removed the sandbox of the ended attempt.
 	SandboxRemovedAt *timestamp           `json:"sandbox_removed_at"`
 	Tasks            []taskResultResponse `json:"tasks"`
+	// RecordingID is the latest recording of the attempt's terminal, if any.
+	RecordingID *int64 `json:"recording_id"`
 }
 
 type attemptMachineResponse struct {
@@ -173,14 +176,19 @@ func (s *Server) labAction(status int, act func(*http.Request, int64) (*lab.Atte
 			a, err := act(r, id)
 			return a, nil, err
 		}
-		return serveAttempt(w, r, status, call, labAttemptView(r))
+		return serveAttempt(w, r, status, call, s.labAttemptView(r))
 	}
 }
 
-// labAttemptView shows an attempt as the caller of r may see it.
-func labAttemptView(r *http.Request) func(*lab.Attempt, *lab.Lab) labAttemptResponse {
+// labAttemptView shows an attempt as the caller of r may see it, with the
+// latest recording of its terminal.
+func (s *Server) labAttemptView(r *http.Request) func(*lab.Attempt, *lab.Lab) labAttemptResponse {
 	admin := isAdmin(r)
-	return func(a *lab.Attempt, _ *lab.Lab) labAttemptResponse { return newLabAttemptResponse(a, admin) }
+	return func(a *lab.Attempt, _ *lab.Lab) labAttemptResponse {
+		out := newLabAttemptResponse(a, admin)
+		out.RecordingID = s.attemptRecording(r, recording.KindLab, a.ID)
+		return out
+	}
 }
 
 func (s *Server) handleLabStart(r *http.Request, id int64) (*lab.Attempt, error) {
@@ -196,7 +204,7 @@ func (s *Server) handleLabSubmit(r *http.Request, id int64) (*lab.Attempt, error
 }
 
 func (s *Server) handleLabResults(w http.ResponseWriter, r *http.Request) error {
-	return serveAttempt(w, r, http.StatusOK, s.labs.Results, labAttemptView(r))
+	return serveAttempt(w, r, http.StatusOK, s.labs.Results, s.labAttemptView(r))
 }
 
 // Admin authoring: scalars as query parameters, the rest as a JSON or YAML body.

@@ -113,7 +113,7 @@ var learningSchemas = map[string]any{
 		"output": map[string]any{"type": "string", "description": "Admins only: the check's stdout and stderr."},
 	}),
 	"LabAttempt": obj([]string{"id", "laboratory_id", "user_id", "status", "container_id", "terminal_url", "machines", "started_at", "expires_at",
-		"finished_at", "points", "max_points", "score", "passed", "checks", "last_check_at", "checking", "sandbox_removed_at", "tasks"}, map[string]any{
+		"finished_at", "points", "max_points", "score", "passed", "checks", "last_check_at", "checking", "sandbox_removed_at", "tasks", "recording_id"}, map[string]any{
 		"machines": map[string]any{"type": "array", "items": ref("AttemptMachine"),
 			"description": "Labs with machines: each machine's sandbox and terminal, in the lab's order (the first is also container_id); empty for a lab of one sandbox."},
 		"id": intSchema, "laboratory_id": intSchema, "user_id": intSchema, "status": attemptStatus,
@@ -127,6 +127,8 @@ var learningSchemas = map[string]any{
 		"sandbox_removed_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time",
 			"description": "When the attempt's sandbox was removed because the attempt ended (submitted or expired), so that it no longer counts against your sandbox quotas; null while it exists, or if you deleted it yourself."},
 		"tasks": map[string]any{"type": "array", "items": ref("TaskResult"), "description": "The last check's or the submission's result per task; empty before the first check."},
+		"recording_id": map[string]any{"type": []string{"integer", "null"},
+			"description": "The latest recording of the attempt's terminal (GET /api/recordings/{id} serves it); null before a terminal was open a few seconds, or once the retention period deleted it."},
 	}),
 
 	"ExamSummary":     closed(keys(examSummaryProps), examSummaryProps),

@@ -49,7 +49,7 @@ type route struct {
 
 // routeTable lists every API route tuxlab serves.
 func (s *Server) routeTable() []route {
-	return append(append(append(append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...), s.classRoutes()...), s.mfaRoutes()...), s.shareRoutes()...)
+	return append(append(append(append(append(append(append(s.coreRoutes(), s.profileRoutes()...), s.dashboardRoutes()...), s.accountRoutes()...), s.classRoutes()...), s.mfaRoutes()...), s.shareRoutes()...), s.recordingRoutes()...)
 }
 
 // coreRoutes are the routes of auth, lessons, sandboxes, exams, labs and admin.

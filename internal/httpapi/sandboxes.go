@@ -310,6 +310,12 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	rec, err := s.terminalRecording(r, adm.c, adm.cols, adm.rows, adm.record)
+	if err != nil {
+		adm.release()
+		s.refuseTerminal(r, conn, err)
+		return nil
+	}
 	sess, c, err := s.sandboxes.Terminal(r.Context(), adm.c, adm.cols, adm.rows)
 	if err != nil {
 		adm.release()
@@ -317,7 +323,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	st := stateOf(r.Context())
-	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: st.user.ID, Check: s.stillAllowed(st.token, c)}, adm.release)
+	s.terminals.Serve(r.Context(), conn, sess, c, terminal.Owner{UserID: st.user.ID, Check: s.stillAllowed(st.token, c), Record: rec}, adm.release)
 	return nil
 }
 
@@ -366,6 +372,7 @@ type terminalAdmission struct {
 	c          *sandbox.Container
 	cols, rows uint
 	session    string // an open session of the user's on this sandbox to attach to; "" for a new shell
+	record     bool   // the client asks for a recording of a new free-play shell (record=true)
 	release    func() // gives back the place taken for a new shell (a no-op when attaching)
 }
 
@@ -379,6 +386,7 @@ func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	q := newQuery(r)
 	cols := q.int("cols", 80, 1, terminal.MaxSize)
 	rows := q.int("rows", 24, 1, terminal.MaxSize)
+	record := q.optBool("record")
 	if err := q.err(); err != nil {
 		return nil, err
 	}
@@ -389,7 +397,7 @@ func (s *Server) admitTerminal(r *http.Request) (*terminalAdmission, error) {
 	if c.Status != sandbox.StatusRunning {
 		return nil, sandbox.ErrNotRunning
 	}
-	adm := &terminalAdmission{c: c, cols: uint(cols), rows: uint(rows), release: func() {}}
+	adm := &terminalAdmission{c: c, cols: uint(cols), rows: uint(rows), record: record != nil && *record, release: func() {}}
 	// A session of the user's on this sandbox keeps its place; any other id
 	// (unknown, ended, another user's or sandbox's) is a new shell.
 	if sid := r.URL.Query().Get("session"); sid != "" && s.terminals.Has(sid, stateOf(r.Context()).user.ID, c.ID) {

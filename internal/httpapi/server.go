@@ -24,6 +24,7 @@ import (
 	"tuxlab/internal/lab"
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/profile"
+	"tuxlab/internal/recording"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/share"
 	"tuxlab/internal/terminal"
@@ -57,9 +58,12 @@ type Deps struct {
 	Dashboard *dashboard.Dashboard
 	Classes   *class.Service
 	Shares    *share.Service
-	DB        Pinger
-	Log       *slog.Logger
-	Version   string
+	// Recordings are the terminals' recordings (nil: none is recorded,
+	// and their routes list none).
+	Recordings *recording.Service
+	DB         Pinger
+	Log        *slog.Logger
+	Version    string
 
 	CORSOrigins  []string
 	MaxBodyBytes int64
@@ -95,6 +99,7 @@ type Server struct {
 	verifications  *auth.Verifications
 	classes        *class.Service
 	shares         *share.Service
+	recordings     *recording.Service
 	db             Pinger
 	log            *slog.Logger
 	version        string
@@ -116,7 +121,7 @@ type Server struct {
 // New builds a server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, shares: d.Shares, db: d.DB, log: d.Log, version: d.Version,
+		auth: d.Auth, lessons: d.Lessons, sandboxes: d.Sandboxes, terminals: d.Terminals, labs: d.Labs, exams: d.Exams, profiles: d.Profiles, dashboard: d.Dashboard, classes: d.Classes, shares: d.Shares, recordings: d.Recordings, db: d.DB, log: d.Log, version: d.Version,
 		corsOrigins: d.CORSOrigins, maxBody: d.MaxBodyBytes, trustedProxies: d.TrustedProxies, metricsToken: d.MetricsToken, secureCookies: d.SecureCookies, accessLogLevel: d.AccessLogLevel,
 		registry: prometheus.NewRegistry(), resets: d.Resets, verifications: d.Verifications,
 	}

@@ -20,6 +20,7 @@ import (
 	"tuxlab/internal/lesson"
 	"tuxlab/internal/mail"
 	"tuxlab/internal/profile"
+	"tuxlab/internal/recording"
 	"tuxlab/internal/sandbox"
 	"tuxlab/internal/share"
 	"tuxlab/internal/store"
@@ -46,6 +47,7 @@ type seamFixture struct {
 	class     *class.Class
 	assigned  *class.Assignment
 	shared    *share.Share
+	rec       *recording.Recording
 }
 
 var seamNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -113,6 +115,8 @@ func newSeamFixture(t *testing.T, db *store.DB) *seamFixture {
 	f.shared = &share.Share{ContainerID: f.container.ID, UserID: f.user.ID, TokenHash: "aa11", Mode: share.Write,
 		ExpiresAt: seamNow.Add(time.Hour), CreatedAt: seamNow}
 	must(db.Shares().CreateShare(ctx, f.shared, 10))
+	f.rec = &recording.Recording{UserID: f.user.ID, ContainerID: f.container.ID, ContainerName: "c1", Width: 80, Height: 24, StartedAt: seamNow}
+	must(db.Recordings().CreateRecording(ctx, f.rec))
 	return f
 }
 
@@ -145,6 +149,19 @@ var seamWrites = []seamWrite{
 	}},
 	{"Shares", "DeleteShare", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Shares().DeleteShare(ctx, f.container.ID, f.shared.ID)
+	}},
+	{"Recordings", "CreateRecording", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Recordings().CreateRecording(ctx, &recording.Recording{UserID: f.user.ID, ContainerID: 9, ContainerName: "x", Width: 1, Height: 1, StartedAt: seamNow})
+	}},
+	{"Recordings", "AppendRecording", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Recordings().AppendRecording(ctx, f.rec.ID, []byte("[0.1, \"o\", \"x\"]\n"), 16, false, &seamNow)
+	}},
+	{"Recordings", "DeleteRecording", func(ctx context.Context, f *seamFixture) error {
+		return f.db.Recordings().DeleteRecording(ctx, f.rec.ID)
+	}},
+	{"Recordings", "DeleteRecordingsBefore", func(ctx context.Context, f *seamFixture) error {
+		_, err := f.db.Recordings().DeleteRecordingsBefore(ctx, seamNow.Add(time.Hour))
+		return err
 	}},
 	{"Classes", "CreateClass", func(ctx context.Context, f *seamFixture) error {
 		return f.db.Classes().CreateClass(ctx, &class.Class{OwnerID: f.user.ID, Name: "New", JoinCode: "HGFEDCBA", CreatedAt: seamNow}, 10)
@@ -405,9 +422,10 @@ var seamReads = map[string][]string{
 	"Verifications": {"FindUserByEmail", "FindEmailVerification"},
 	"Classes": {"FindClassByID", "FindClassByCode", "FindClasses", "IsMember", "FindMembers", "FindRecords", "FindAssignments",
 		"FindLearnerAssignments"},
-	"MFA":      {"FindMFA", "UnusedRecoveryCodes", "MFARequired"},
-	"Shares":   {"FindShares", "FindShareByID", "FindShareByToken"},
-	"Activity": {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
+	"MFA":        {"FindMFA", "UnusedRecoveryCodes", "MFARequired"},
+	"Shares":     {"FindShares", "FindShareByID", "FindShareByToken", "InExam"},
+	"Recordings": {"FindRecording", "RecordingEvents", "FindRecordings", "Teaches", "OpenAttempt", "AttemptRecording", "SandboxOwner"},
+	"Activity":   {"FindEvents", "EventBuckets", "LastActive", "FinishedAttempts", "CountRunningSandboxes", "SystemRows"},
 }
 
 // seamDB lists the exported methods of *DB itself: none of them writes a
@@ -416,12 +434,13 @@ var seamReads = map[string][]string{
 // calls.
 var seamDB = []string{"InTx", "AfterCommit", "Migrate", "ListenUsers", "Close", "Engine", "Ping", "SQL",
 	"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases", "Shares",
-	"ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
+	"Recordings", "ModuleIDBySlug", "ModuleSlugByID", "ModuleOwnerByID", "TemplateIDByName", "TemplateNameByID", "UserIDByName", "UserNameByID",
 	"Querier"} // Querier exists in tests only (export_test.go)
 
 // seamStores are the per-domain stores, by the name of the *DB method that
 // returns each.
-var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases", "Shares"}
+var seamStores = []string{"Users", "Lessons", "Sandboxes", "Labs", "Exams", "Profiles", "Activity", "Mail", "Resets", "Verifications", "Classes", "MFA", "Leases", "Shares",
+	"Recordings"}
 
 // ownMethods returns the exported methods of store (a *DB method's result)
 // that *DB itself does not have: the store's domain methods.
@@ -513,7 +532,8 @@ func snapshot(ctx context.Context, t *testing.T, db *store.DB) string {
 	var b strings.Builder
 	for _, table := range []string{"users", "modules", "themes", "theme_completions", "sandbox_templates", "containers", "settings",
 		"labs", "lab_tasks", "lab_attempts", "exams", "exam_questions", "exam_attempts", "activity", "activity_quarters",
-		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes", "leases", "terminal_shares"} {
+		"mail_outbox", "password_resets", "email_verifications", "classes", "class_members", "class_assignments", "user_mfa", "mfa_recovery_codes", "leases", "terminal_shares",
+		"terminal_recordings"} {
 		rows, err := db.Querier(ctx).QueryContext(ctx, `SELECT * FROM `+table)
 		if err != nil {
 			t.Fatal(err)

@@ -116,6 +116,9 @@ func (t *term) applyResizes() {
 		}
 		err := t.sess.Resize(ctx, cols, rows)
 		t.resize.done()
+		if err == nil {
+			t.rec.resize(cols, rows)
+		}
 		if err != nil && ctx.Err() == nil {
 			t.sendControl(control{Type: "error", Detail: "Could not resize the terminal"})
 		}

@@ -28,6 +28,7 @@ type term struct {
 	cancel context.CancelFunc
 
 	resize *resizer
+	rec    *recorder // nil: not recorded
 
 	endOnce sync.Once
 	ending  chan struct{} // closed by end
@@ -166,7 +167,8 @@ func newTerm(b *Bridge, sess sandbox.Session, c *sandbox.Container, owner Owner,
 	ctx, cancel := context.WithCancel(context.Background())
 	return &term{b: b, id: newSessionID(), userID: owner.UserID, sandboxID: c.ID, sess: sess, release: release,
 		ctx: ctx, cancel: cancel, resize: newResizer(), ending: make(chan struct{}), done: make(chan struct{}),
-		owner: owner, c: c, out: newRing(ReplaySize), lastInput: b.opt.Now()}
+		owner: owner, c: c, out: newRing(ReplaySize), lastInput: b.opt.Now(),
+		rec: newRecorder(b.opt.Recordings, owner.Record, b.opt.RecordMaxBytes, b.opt.Now, b.opt.Log)}
 }
 
 // end asks the terminal to end for reason why (the first reason wins; nil
@@ -205,6 +207,7 @@ func (t *term) run() {
 	wg.Go(t.watch)
 	wg.Go(t.applyResizes)
 	wg.Go(t.keepTouched)
+	wg.Go(func() { t.rec.keepFlushing(t.ctx, t.b.opt.RecordFlush) })
 	<-t.ending
 	t.mu.Lock()
 	t.over = true
@@ -217,6 +220,7 @@ func (t *term) run() {
 	t.cancel()
 	t.sess.Close()
 	wg.Wait()
+	t.rec.finish() // before the place is given back: Shutdown waits for it
 }
 
 // tellEnd tells the attached client how the terminal ended and closes its
@@ -286,7 +290,7 @@ func (t *term) attach(ctx context.Context, s *socket) (replayed bool, ok bool) {
 		old.takenOver(context.WithoutCancel(t.ctx))
 	}
 	grace := int(t.b.opt.Grace.Round(time.Second) / time.Second)
-	b, _ := json.Marshal(control{Type: "session", ID: t.id, Grace: &grace})
+	b, _ := json.Marshal(control{Type: "session", ID: t.id, Grace: &grace, Recording: t.rec.on()})
 	if s.write(ctx, websocket.MessageText, b) != nil {
 		return false, true
 	}
@@ -357,6 +361,7 @@ func (t *term) pumpOutput() {
 			t.feedGuests(buf[:n])
 			s := t.att
 			t.mu.Unlock()
+			t.rec.output(buf[:n])
 			if s != nil && s.send(t.ctx, websocket.MessageBinary, buf[:n]) != nil {
 				s.conn.CloseNow() // the client is gone: its socket detaches
 			}

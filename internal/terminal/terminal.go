@@ -8,6 +8,7 @@
 //	client → server  {"type":"resize","cols":120,"rows":40}
 //	                 {"type":"close"}                                hang up now
 //	server → client  {"type":"session","id":"...","grace":60}         first, on every socket
+//	                 (with "recording":true when the session is recorded: record.go)
 //	                 {"type":"exit","code":0}
 //	                 {"type":"error","detail":"..."}                 the session goes on
 //	                 {"type":"error","detail":"...","status":403}    the socket closes with 4403
@@ -28,6 +29,7 @@ import (
 	"github.com/coder/websocket"
 
 	"tuxlab/internal/errs"
+	"tuxlab/internal/recording"
 	"tuxlab/internal/sandbox"
 )
 
@@ -46,8 +48,14 @@ type Options struct {
 	// a status and a detail safe to show. The HTTP layer's mapping of error
 	// kinds goes here; the default says 500 and nothing more.
 	Describe func(err error) (status int, detail string)
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Recordings keeps the sessions whose Owner.Record is set (nil: none is
+	// recorded); their output is written every RecordFlush (default 5s) and
+	// at their end, at most RecordMaxBytes of it (default 2 MiB).
+	Recordings     Recordings
+	RecordFlush    time.Duration
+	RecordMaxBytes int64
+	Now            func() time.Time
+	Log            *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -71,6 +79,12 @@ func (o *Options) defaults() {
 	}
 	if o.Describe == nil {
 		o.Describe = func(error) (int, string) { return http.StatusInternalServerError, "Internal server error" }
+	}
+	if o.RecordFlush <= 0 {
+		o.RecordFlush = 5 * time.Second
+	}
+	if o.RecordMaxBytes <= 0 {
+		o.RecordMaxBytes = recording.DefaultMaxBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -221,6 +235,9 @@ type Owner struct {
 	// terminal starts and every PingInterval; an error ends the terminal with
 	// that reason. nil: never.
 	Check func(ctx context.Context) error
+	// Record, when set, is the recording to make of a new session (Serve);
+	// a reattach keeps the session's own.
+	Record *recording.Recording
 }
 
 // control is a text frame.
@@ -239,6 +256,8 @@ type control struct {
 	Watchers []Watcher `json:"watchers,omitzero"` // an empty list is sent: nobody watches now
 	Owner    string    `json:"owner,omitempty"`
 	Typing   *bool     `json:"typing,omitempty"`
+	// Recording is set in the session message of a recorded session.
+	Recording bool `json:"recording,omitempty"`
 }
 
 // MaxSize bounds the terminal size a client may ask for.

@@ -51,14 +51,20 @@ var PagePaths = []string{
 	"/classes/{id}",
 	"/admin",
 	"/watch",
+	"/recordings",
+	"/recordings/{id}",
 }
 
 // PageCSP is the Content-Security-Policy of every page. Scripts come only from
-// this origin and never inline. Styles allow 'unsafe-inline' because xterm.js
+// this origin and never inline; 'wasm-unsafe-eval' lets them compile
+// WebAssembly (asciinema-player's terminal emulator, which replays
+// recordings), and nothing else: no eval of script text. It is on every page
+// because pages change without a reload (the policy of the first stays).
+// Styles allow 'unsafe-inline' because xterm.js
 // and Swagger UI write <style> elements at run time (they have no nonce
 // option); a style cannot run code. connect-src 'self' covers the API and the
 // terminal's ws:// or wss:// socket on the same host.
-const PageCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+const PageCSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
 	"img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 

@@ -13,6 +13,7 @@ import * as profile from "./pages/profile.js";
 import * as admin from "./pages/admin.js";
 import * as classes from "./pages/classes.js";
 import * as watch from "./pages/watch.js";
+import * as recordings from "./pages/recordings.js";
 import { signOut } from "./signout.js";
 
 const routes = [
@@ -34,6 +35,8 @@ const routes = [
   // Not auth: the page signs the guest in with the link's token kept (the
   // fragment, which a redirect to /signin would lose otherwise).
   { re: /^\/watch$/, page: watch.render, wide: true },
+  { re: /^\/recordings$/, page: recordings.list, auth: true, nav: "dashboard" },
+  { re: /^\/recordings\/(\d+)$/, page: recordings.render, auth: true, nav: "dashboard" },
 ];
 
 let cleanups = [];

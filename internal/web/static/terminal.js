@@ -4,6 +4,8 @@
 // localStorage), starts the sandbox again if the idle stop stopped it, copies
 // and pastes (Ctrl+Shift+C; Ctrl+V, Cmd+V, Ctrl+Shift+V), offers a key bar on
 // touch screens, and shows the server's `expiring` warnings as a countdown.
+// A recorded session says so in the bar; where recording is the learner's
+// choice (free play), a "Record" box asks for it for the next new shell.
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm-addon-fit/addon-fit.mjs";
 import { h, toast, fmtClock } from "./dom.js";
@@ -34,6 +36,8 @@ const TAKEN_OVER = 4000;
 // sessionKey is where the id of the shell of a sandbox is kept, so that a
 // reload, a dropped socket or a second tab reattach to it.
 const sessionKey = (sandboxId) => `tuxlab.term.${sandboxId}`;
+// recordKey keeps the learner's choice to record free play, for every sandbox.
+const recordKey = "tuxlab.term.record";
 const storage = {
   get: (k) => { try { return localStorage.getItem(k) || ""; } catch { return ""; } },
   set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* private mode: no reattaching */ } },
@@ -72,7 +76,7 @@ function ctrlOf(key) {
  */
 
 export class TerminalPanel {
-  constructor(el, { getSandbox, title = "Terminal", share = true }) {
+  constructor(el, { getSandbox, title = "Terminal", share = true, recordable = false }) {
     this.getSandbox = getSandbox;
     this.retries = 0;
     this.closed = false;
@@ -83,15 +87,21 @@ export class TerminalPanel {
     this.watchEl = h("span", { class: "term-watchers", role: "status", hidden: true });
     this.warnEl = h("div", { class: "term-warn", hidden: true, role: "alert" });
     this.host = h("div", { class: "term-host", "aria-label": "Terminal: Tab completes in the shell; F6 leaves the terminal" });
+    // The server says whether the session is recorded (its session message).
+    this.recEl = h("p", { class: "term-rec", hidden: true }, h("span", { "aria-hidden": "true" }, "● "),
+      "This session is recorded: what the terminal shows can be replayed by you and your teachers (", h("a", { href: "/recordings" }, "Recordings"), ").");
+    this.recordBox = recordable ? h("input", { type: "checkbox", checked: storage.get(recordKey) === "1", onchange: () => this.setRecord() }) : null;
     this.root = h("section", { class: "term", "aria-label": title, dataset: { state: "idle" } },
       h("div", { class: "term-bar" },
         h("span", { class: "term-dot", "aria-hidden": "true" }), this.nameEl, this.statusEl, this.watchEl,
         h("span", { class: "term-tools" },
           share ? h("button", { type: "button", class: "small ghost", title: "Let someone watch this terminal, or type in it", onclick: () => this.openShare() }, "Share") : null,
+          this.recordBox ? h("label", { class: "term-record", title: "Record the next new shell of this sandbox (replay it under Recordings)" }, this.recordBox, " Record") : null,
           h("button", { type: "button", class: "small ghost", title: "Copy the selection (Ctrl+Shift+C)", onclick: () => this.copy() }, "Copy"),
           h("button", { type: "button", class: "small ghost", title: "Paste (Ctrl+Shift+V)", onclick: () => this.pasteFromClipboard() }, "Paste"),
           h("button", { type: "button", class: "small ghost", title: "Connect again (to the same shell while it runs)", onclick: () => this.reconnect(true) }, "Reconnect"),
           h("button", { type: "button", class: "small ghost", title: "End the shell and what runs in it (a new one opens on Enter)", onclick: () => this.endSession() }, "End session"))),
+      this.recEl,
       // The warning lies over the screen instead of pushing it down: a resize
       // would reach the server, and the terminal's size should not jump.
       h("div", { class: "term-screen" }, this.host, this.warnEl),
@@ -182,6 +192,7 @@ export class TerminalPanel {
     // The shell this sandbox had: the server reattaches to it while it runs.
     this.askedSession = storage.get(sessionKey(c.id));
     if (this.askedSession) q.set("session", this.askedSession);
+    if (this.recordBox && this.recordBox.checked) q.set("record", "true"); // a new shell only: a reattach keeps its choice
     this.elsewhere = false;
     const ws = new WebSocket(`${proto}//${location.host}${c.terminal_url}?${q}`);
     ws.binaryType = "arraybuffer";
@@ -237,6 +248,8 @@ export class TerminalPanel {
         this.term.write("\r\n\x1b[2m[a new shell: the previous one has ended]\x1b[0m\r\n");
       }
       this.started = true;
+      this.recEl.hidden = !m.recording;
+      this.root.dataset.recording = m.recording ? "true" : "false";
       this.askedSession = m.id;
       storage.set(key, m.id);
     } else if (m.type === "watchers") {
@@ -258,6 +271,13 @@ export class TerminalPanel {
       toast(m.detail || "The terminal reported an error", "error");
       this.term.write(`\r\n\x1b[31m[${m.detail || "error"}]\x1b[0m\r\n`);
     }
+  }
+
+  /** setRecord keeps the learner's choice; it applies to the next new shell. */
+  setRecord() {
+    const on = this.recordBox.checked;
+    storage.set(recordKey, on ? "1" : "0");
+    toast(on ? "The next new shell is recorded (End session, then Enter, for one now)" : "The next new shell is not recorded");
   }
 
   /** warn shows the server's warning with a live countdown. */

@@ -81,5 +81,6 @@ async function drawSandboxes(box) {
       h("div", { class: "actions" },
         c.status === "running" ? act(c, "POST", `/api/containers/${c.id}/stop`, "Sandbox stopped") : null,
         c.status === "stopped" ? act(c, "POST", `/api/containers/${c.id}/start`, "Sandbox started") : null,
-        act(c, "DELETE", `/api/containers/${c.id}`, "Sandbox deleted", `Delete ${c.name} and every file in it?`))))) : h("p", { class: "muted" }, "None yet: a lesson creates one when it opens."));
+        act(c, "DELETE", `/api/containers/${c.id}`, "Sandbox deleted", `Delete ${c.name} and every file in it?`))))) : h("p", { class: "muted" }, "None yet: a lesson creates one when it opens."),
+    h("p", { class: "small" }, h("a", { href: "/recordings" }, "Your terminal recordings"), " (laboratory and exam attempts, and lessons' terminals you chose to record)"));
 }

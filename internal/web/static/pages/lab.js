@@ -77,7 +77,8 @@ export async function render(ctx) {
       clear(status, h("p", { class: a.passed ? "pass" : "fail" },
         a.status === "expired" ? "Time ran out: this attempt has ended." : `Submitted: ${a.score}% (${a.points}/${a.max_points} points), ${a.passed ? "passed" : "not passed"}.`),
         best !== null ? h("p", { class: "muted best-score" }, `Your best score: ${best}%`) : null,
-        a.sandbox_removed_at ? h("p", { class: "muted" }, sandboxRemoved) : null);
+        a.sandbox_removed_at ? h("p", { class: "muted" }, sandboxRemoved) : null,
+        a.recording_id ? h("p", { class: "replay-link" }, h("a", { href: `/recordings/${a.recording_id}` }, "Replay this attempt's terminal session")) : null);
       if (a.sandbox_removed_at) closeTerminal();
     } else if (a.last_check_at) {
       const passed = (a.tasks || []).filter((r) => r.passed).length;

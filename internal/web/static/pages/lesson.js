@@ -57,7 +57,7 @@ export async function render(ctx) {
   // A module's lessons practise on the template its laboratory runs in (a
   // machine for the storage-on-a-machine module), else on the default one.
   const templateId = lab ? lab.template_id : undefined;
-  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, templateId), title: "Your sandbox" }).start();
+  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, templateId), title: "Your sandbox", recordable: true }).start();
   ctx.cleanup(() => panel.dispose());
   codeButtons(body, panel, layout);
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
@@ -293,4 +296,62 @@ func previewLocation(loc, prefix string, port int) string {
 		out += "#" + u.EscapedFragment()
 	}
 	return out
+}
+
+// handlePortForward serves /ws/containers/{id}/port/{port}: one TCP
+// connection to port of the caller's sandbox, its bytes in binary frames
+// both ways (tuxlab port-forward opens one per local connection). A failure
+// before the connection opens is told after the upgrade, as the terminal
+// does; the socket closes normally (1000) when the service closes its side.
+func (s *Server) handlePortForward(w http.ResponseWriter, r *http.Request) error {
+	if !isWebSocketUpgrade(r) {
+		if _, _, err := s.admitPortForward(r); err != nil {
+			return err
+		}
+		return errUpgradeRequired
+	}
+	ws, err := s.acceptTerminal(w, r)
+	if err != nil {
+		return nil // Accept has answered the client
+	}
+	c, port, err := s.admitPortForward(r)
+	var conn net.Conn
+	if err == nil {
+		conn, err = s.sandboxes.DialPort(r.Context(), c, port)
+	}
+	if err != nil {
+		s.refuseTerminal(r, ws, err)
+		return nil
+	}
+	defer conn.Close()
+	ws.SetReadLimit(maxForwardFrame)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	wsConn := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	go func() {
+		io.Copy(conn, wsConn) // the client's bytes, until it goes
+		cancel()
+		conn.Close()
+	}()
+	io.Copy(wsConn, conn) // the service's bytes, until it closes its side
+	ws.Close(websocket.StatusNormalClosure, "")
+	return nil
+}
+
+// maxForwardFrame is the largest frame a port-forward client may send.
+const maxForwardFrame = 1 << 20
+
+// admitPortForward checks a port-forward request: the caller's own running
+// sandbox and a port from 1 to 65535.
+func (s *Server) admitPortForward(r *http.Request) (*sandbox.Container, int, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return nil, 0, err
+	}
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		return nil, 0, errs.Field([]any{"path", "port"}, "Input should be a TCP port from 1 to 65535", "int_range")
+	}
+	c, err := s.previewable(r.Context(), callerOf(r), id)
+	return c, port, err
 }

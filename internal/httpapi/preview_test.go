@@ -182,3 +182,26 @@ chmod +x /tmp/ws.sh
 		t.Fatalf("echo %q, %v", line, err)
 	}
 }
+
+func TestPortForwardRoute(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		owner := e.CreateUser("owner", auth.RoleStudent)
+		other := e.CreateUser("other", auth.RoleStudent)
+		c := createSandbox(t, e, owner.Token, busyboxTemplate(t, e))
+		serveInSandbox(t, e, owner.ID, c.ID, 7000, `/.tuxlab/bin/sh -c '/.tuxlab/bin/nc -ll -p 7000 -e /.tuxlab/bin/cat' >/dev/null 2>&1 </dev/null &`)
+		path := fmt.Sprintf("/ws/containers/%d/port/7000", c.ID)
+
+		ws := e.DialTerminal(t, path+"?token="+owner.Token, nil)
+		ws.Type("echo me\n")
+		ws.AwaitText("echo me\n", 0)
+		ws.End()
+
+		e.DialTerminal(t, path+"?token="+other.Token, nil).ExpectClosed(404, "Container not found")
+		e.DialTerminal(t, path, nil).ExpectClosed(401, "Not authenticated")
+		e.DialTerminal(t, fmt.Sprintf("/ws/containers/%d/port/0?token=%s", c.ID, owner.Token), nil).ExpectClosed(422, "port: Input should be a TCP port from 1 to 65535")
+		e.Get(path, owner.Token).Expect(t, 426)
+		e.Get(path, other.Token).Expect(t, 404)
+	})
+}

@@ -108,6 +108,14 @@ func TestPreview(t *testing.T) {
 		if r := e.Get(fmt.Sprintf("/preview/%d/9/", c.ID), owner.Token).Expect(t, 502); !strings.Contains(r.Detail(), "Nothing answered on port 9") {
 			t.Fatal(r.Detail())
 		}
+		// Every relay has ended with its connection (the trusted timeout's
+		// watcher notices within a second): none is left in the sandbox.
+		left := execIn(t, e, owner.ID, c.ID, sandbox.Script{Text: `relays() { /.tuxlab/bin/ps -o pid,args | /.tuxlab/bin/grep '[n]c 127'; }
+i=0; while relays >/dev/null && [ $i -lt 100 ]; do /.tuxlab/bin/sleep 0.1; i=$((i+1)); done
+relays || true`})
+		if strings.TrimSpace(left.Stdout) != "" {
+			t.Fatalf("relays left running in the sandbox:\n%s", left.Stdout)
+		}
 	})
 }
 

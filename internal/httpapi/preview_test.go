@@ -57,6 +57,7 @@ func TestPreview(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		owner := e.CreateUser("owner", auth.RoleStudent)
 		other := e.CreateUser("other", auth.RoleStudent)
+		root := e.CreateUser("root", auth.RoleAdmin)
 		c := createSandbox(t, e, owner.Token, busyboxTemplate(t, e))
 		serveInSandbox(t, e, owner.ID, c.ID, 8080, `mkdir -p /tmp/www && echo '<h1>hello preview</h1>' > /tmp/www/index.html &&
 /.tuxlab/bin/httpd -p 8080 -h /tmp/www`)
@@ -85,6 +86,11 @@ func TestPreview(t *testing.T) {
 		// ticketed link in a browser signed in as them.
 		if r := e.Get(base, other.Token).Expect(t, 404); r.Detail() != "Container not found" {
 			t.Fatal(r.Detail())
+		}
+		// An admin too (no ticket either): the preview is the owner's view,
+		// not a management tool.
+		if res, _ := previewGet(t, e, base, http.Header{"Authorization": {"Bearer " + root.Token}}); res.StatusCode != 404 {
+			t.Fatalf("admin: %d %s", res.StatusCode, res.Header.Get("Location"))
 		}
 		res, body = previewGet(t, e, loc, http.Header{"Cookie": {"tuxlab_session=" + other.Token}})
 		if res.StatusCode != 404 || strings.Contains(body, "hello preview") {
@@ -122,9 +128,14 @@ relays || true`})
 func TestPreviewKeepsTuxlabCredentialsAndRewritesTheAnswer(t *testing.T) {
 	t.Parallel()
 	e, u, c := learnerSandbox(t, "BusyBox")
-	// A one-shot service that records the request it gets.
-	serveInSandbox(t, e, u.ID, c.ID, 8081, `printf 'HTTP/1.1 302 Found\r\nLocation: /next\r\nSet-Cookie: app=1; Path=/x; Domain=example.net\r\nSet-Cookie: tuxlab_session=evil; Path=/\r\nStrict-Transport-Security: max-age=999\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok' >/tmp/answer
-/.tuxlab/bin/sh -c '/.tuxlab/bin/nc -l -p 8081 </tmp/answer >/tmp/request' >/dev/null 2>&1 </dev/null &`)
+	// A one-shot service that records the request it gets (its head), then answers.
+	serveInSandbox(t, e, u.ID, c.ID, 8081, `cat >/tmp/srv.sh <<'SH'
+#!/.tuxlab/bin/sh
+while IFS= read -r l; do printf '%s\n' "$l" >>/tmp/request; l=${l%$(printf '\r')}; [ -z "$l" ] && break; done
+printf 'HTTP/1.1 302 Found\r\nLocation: /next\r\nSet-Cookie: app=1; Path=/x; Domain=example.net\r\nSet-Cookie: tuxlab_session=evil; Path=/\r\nStrict-Transport-Security: max-age=999\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok'
+SH
+chmod +x /tmp/srv.sh
+/.tuxlab/bin/sh -c '/.tuxlab/bin/nc -l -p 8081 -e /tmp/srv.sh' >/dev/null 2>&1 </dev/null &`)
 	res, _ := previewGet(t, e, fmt.Sprintf("/preview/%d/8081/", c.ID), http.Header{"Authorization": {"Bearer " + u.Token}})
 	prefix := strings.TrimSuffix(res.Header.Get("Location"), "/")
 	res, body := previewGet(t, e, prefix+"/sub/path?q=1", http.Header{
@@ -143,9 +154,7 @@ func TestPreviewKeepsTuxlabCredentialsAndRewritesTheAnswer(t *testing.T) {
 	if res.Header.Get("Strict-Transport-Security") != "" {
 		t.Fatal("the service's HSTS would act on tuxlab's origin")
 	}
-	// The service writes down what it read until the proxy closed.
-	got := execIn(t, e, u.ID, c.ID, sandbox.Script{Text: `i=0; while /.tuxlab/bin/pidof nc >/dev/null && [ $i -lt 100 ]; do /.tuxlab/bin/sleep 0.1; i=$((i+1)); done
-cat /tmp/request`}).Stdout
+	got := execIn(t, e, u.ID, c.ID, sandbox.Script{Text: "cat /tmp/request"}).Stdout
 	if !strings.HasPrefix(got, "GET /sub/path?q=1 HTTP/1.1\r\n") || !strings.Contains(got, "Cookie: app=1\r\n") {
 		t.Fatalf("the service got:\n%s", got)
 	}

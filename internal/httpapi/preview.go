@@ -355,3 +355,21 @@ func (s *Server) admitPortForward(r *http.Request) (*sandbox.Container, int, err
 	c, err := s.previewable(r.Context(), callerOf(r), id)
 	return c, port, err
 }
+
+// loggedPath is path as the access log writes it: a preview ticket (as good
+// as the owner's access to the preview for an hour) is left out.
+func loggedPath(path string) string {
+	rest, ok := strings.CutPrefix(path, "/preview/")
+	if !ok {
+		return path
+	}
+	i := strings.Index(rest, "/~")
+	if i < 0 {
+		return path
+	}
+	head, tail := rest[:i+2], rest[i+2:]
+	if j := strings.IndexByte(tail, '/'); j >= 0 {
+		return "/preview/" + head + "TICKET" + tail[j:]
+	}
+	return "/preview/" + head + "TICKET"
+}

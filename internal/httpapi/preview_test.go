@@ -214,6 +214,13 @@ func TestPortForwardRoute(t *testing.T) {
 		ws.Type("echo me\n")
 		ws.AwaitText("echo me\n", 0)
 		ws.End()
+		// The client went first: the relay sees its input end and goes.
+		left := execIn(t, e, owner.ID, c.ID, sandbox.Script{Text: `relays() { /.tuxlab/bin/ps -o pid,args | /.tuxlab/bin/grep '[n]c 127'; }
+i=0; while relays >/dev/null && [ $i -lt 100 ]; do /.tuxlab/bin/sleep 0.1; i=$((i+1)); done
+relays || true`})
+		if strings.TrimSpace(left.Stdout) != "" {
+			t.Fatalf("relays left running in the sandbox:\n%s", left.Stdout)
+		}
 
 		e.DialTerminal(t, path+"?token="+other.Token, nil).ExpectClosed(404, "Container not found")
 		e.DialTerminal(t, path, nil).ExpectClosed(401, "Not authenticated")

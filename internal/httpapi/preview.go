@@ -100,6 +100,10 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 	}
 	if p.ticket != "" {
 		if uid, ok := s.auth.CheckPreviewTicket(p.ticket, p.id, p.port); ok {
+			if isPreflight(r) {
+				answerPreflight(w, r)
+				return nil
+			}
 			// A browser that also sends a session (a navigation) must be
 			// the ticket's user: a link passed to another learner opens
 			// nothing for them.
@@ -135,6 +139,25 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, target, code)
 	return nil
+}
+
+// isPreflight reports whether r is a CORS preflight.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// answerPreflight lets a previewed page's own requests through CORS (its
+// origin is opaque): any method and headers it asks for, without
+// credentials. The request that follows still needs the ticket.
+func answerPreflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", r.Header.Get("Access-Control-Request-Method"))
+	if rh := r.Header.Get("Access-Control-Request-Headers"); rh != "" {
+		h.Set("Access-Control-Allow-Headers", rh)
+	}
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // sessionUser is the user of a valid session cookie on r, or 0.
@@ -244,6 +267,13 @@ func isTuxlabCookie(name string) bool {
 // and headers that would act on tuxlab's whole origin are left out.
 func rewritePreviewResponse(h http.Header, prefix string, port int) {
 	h.Add("Content-Security-Policy", previewCSP)
+	// The page's own requests come from its opaque origin ("null"), so
+	// reading their answers needs CORS. Without credentials ("*"): the
+	// ticket in the URL is what lets them in.
+	if h.Get("Access-Control-Allow-Origin") == "" {
+		h.Set("Access-Control-Allow-Origin", "*")
+	}
+	h.Del("Access-Control-Allow-Credentials")
 	h.Set("Referrer-Policy", "no-referrer") // the ticket is in the URL
 	h.Set("X-Content-Type-Options", "nosniff")
 	for _, name := range previewDropped {

@@ -77,9 +77,18 @@ func TestPreview(t *testing.T) {
 			t.Fatalf("CSP %q: the page must run in an opaque origin", csp)
 		}
 		// The page's own requests carry no credential but the ticket.
-		res, body := previewGet(t, e, loc, nil)
+		res, body := previewGet(t, e, loc, http.Header{"Origin": {"null"}})
 		if res.StatusCode != 200 || !strings.Contains(body, "hello preview") {
 			t.Fatalf("ticketed URL without a session: %d %s", res.StatusCode, body)
+		}
+		// Its origin is opaque: it may read its own answers (CORS, no credentials).
+		if got := res.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Fatalf("Access-Control-Allow-Origin %q", got)
+		}
+		pre := e.Do(apitest.Request{Method: "OPTIONS", Path: loc, Header: http.Header{"Origin": {"null"},
+			"Access-Control-Request-Method": {"PUT"}, "Access-Control-Request-Headers": {"content-type"}}}).Expect(t, 204)
+		if pre.Header.Get("Access-Control-Allow-Methods") != "PUT" || pre.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("preflight %v", pre.Header)
 		}
 
 		// Another learner: 404, with their token and with the owner's

@@ -112,6 +112,30 @@ await step("type echo hello and read it on screen", async () => {
   expect(await page.evaluate(() => document.activeElement.hasAttribute("data-focus-after-terminal")), "F6 did not leave the terminal");
 });
 
+await step("preview a web service of the sandbox from the terminal pane", async () => {
+  // The page's script tries tuxlab's API with the learner's session: the
+  // preview runs in an opaque origin (docs/preview.md), so it must not read it.
+  // Its own relative requests work (the ticket is in its URL).
+  const html = '<h1>Preview works</h1><p id=api>pending</p><p id=own>pending</p><script>fetch("/api/auth/me",{credentials:"include"}).then(r=>r.text()).then(t=>{document.getElementById("api").textContent="read: "+t}).catch(()=>{document.getElementById("api").textContent="blocked"});fetch("data.txt").then(r=>r.text()).then(t=>{document.getElementById("own").textContent="own: "+t})</script>';
+  await run(`mkdir -p /tmp/site && printf '%s' '${html}' > /tmp/site/index.html && echo from the sandbox > /tmp/site/data.txt && /.tuxlab/bin/httpd -p 8000 -h /tmp/site && echo served-$((40+2))`);
+  await waitScreen(/^served-42\s*$/m);
+  await page.fill(".preview-bar .preview-port", "8000");
+  const [tab] = await Promise.all([context.waitForEvent("page"), page.click(".preview-bar .preview-open")]);
+  await tab.waitForSelector("text=Preview works");
+  await tab.waitForFunction(() => document.getElementById("api").textContent !== "pending");
+  await tab.waitForFunction(() => document.getElementById("own").textContent !== "pending");
+  const own = await tab.textContent("#own");
+  expect(own === "own: from the sandbox\n", `the previewed page's own fetch gave ${JSON.stringify(own)}`);
+  const api = await tab.textContent("#api");
+  expect(api === "blocked" && !api.includes(user), `the previewed page's script reached tuxlab's API: ${JSON.stringify(api)}`);
+  expect(/^\/preview\/\d+\/8000\/~[^/]+\/$/.test(new URL(tab.url()).pathname), `the preview is at ${tab.url()}`);
+  const file = `${shots}/preview-tab.png`;
+  await tab.screenshot({ path: file });
+  console.log(`  screenshot ${file}`);
+  await tab.close();
+  await shot("preview-control");
+});
+
 await step("copy a selection with Ctrl+Shift+C", async () => {
   const at = await page.evaluate(() => {
     const rows = [...document.querySelectorAll(".term-host .xterm-rows > div")];

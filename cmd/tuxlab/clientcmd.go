@@ -94,3 +94,18 @@ func labCmd(ctx context.Context, args []string, getenv func(string) string, std 
 	}
 	return client.LabCheck(ctx, clientEnv(getenv, std), id)
 }
+
+func portForwardCmd(ctx context.Context, args []string, getenv func(string) string, std stdio) error {
+	if len(args) != 2 {
+		return errors.New("usage: tuxlab port-forward ID LOCAL:REMOTE (tuxlab port-forward 12 8080:80; LOCAL 0 for any free port)")
+	}
+	id, err := parseID("the sandbox id", args[0])
+	if err != nil {
+		return err
+	}
+	local, remote, err := client.ParsePorts(args[1])
+	if err != nil {
+		return err
+	}
+	return client.PortForward(ctx, clientEnv(getenv, std), id, local, remote)
+}

@@ -45,6 +45,8 @@ Client of any tuxlab server, over its API (docs/cli.md):
                                         sandbox side is ID:PATH
   tuxlab lab start ID                   start a laboratory
   tuxlab lab check ID                   check its tasks (exit code 1 if one fails)
+  tuxlab port-forward ID LOCAL:REMOTE   forward 127.0.0.1:LOCAL to port REMOTE
+                                        of a sandbox, until Ctrl-C
 
 Configuration comes from environment variables; see README.md.
 `
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cpCmd(ctx, args[1:], getenv, std)
 	case "lab":
 		return labCmd(ctx, args[1:], getenv, std)
+	case "port-forward":
+		return portForwardCmd(ctx, args[1:], getenv, std)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])

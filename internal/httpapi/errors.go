@@ -41,7 +41,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			return // the client went away; nobody is listening
 		}
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()),
-			"method", r.Method, "path", r.URL.Path, "error", err.Error())
+			"method", r.Method, "path", loggedPath(r.URL.Path), "error", err.Error())
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": internalDetail})
 		return
 	}

@@ -221,7 +221,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					panic(p)
 				}
 				s.log.ErrorContext(r.Context(), "panic", "request_id", id, "method", r.Method,
-					"path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					"path", loggedPath(r.URL.Path), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if rw.status == 0 {
 					writeJSON(rw, http.StatusInternalServerError, map[string]any{"detail": internalDetail})
 				}
@@ -262,7 +262,7 @@ func (s *Server) logRequest(r *http.Request, x *exchange, route string, end time
 		return
 	}
 	req, resp := x.attrs[:4:4], x.attrs[4:]
-	req[0], req[1] = slog.String("method", r.Method), slog.String("path", r.URL.Path)
+	req[0], req[1] = slog.String("method", r.Method), slog.String("path", loggedPath(r.URL.Path))
 	req[2], req[3] = slog.String("route", route), slog.String("remote", s.clientIP(r))
 	resp[0], resp[1] = slog.Int("status", x.rw.status), slog.Int64("bytes", x.rw.bytes)
 	resp[2] = slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000)
@@ -275,9 +275,14 @@ func (s *Server) logRequest(r *http.Request, x *exchange, route string, end time
 	h.Handle(ctx, rec)
 }
 
-// cors answers preflights and marks responses for allowed origins.
+// cors answers preflights and marks responses for allowed origins. The
+// preview's paths have rules of their own (previewCORS).
 func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/preview/") {
+			next.ServeHTTP(w, r)
+			return
+		}
 		origin := r.Header.Get("Origin")
 		allowed := origin != "" && s.originAllowed(origin)
 		if allowed {

@@ -77,6 +77,7 @@ func (s *Server) coreRoutes() []route {
 		{"POST", "/api/containers/{id}/stop", user, s.containerAction(s.handleStopContainer), docStopContainer},
 		{"DELETE", "/api/containers/{id}", user, s.handleDeleteContainer, docDeleteContainer},
 		{"GET", "/ws/terminal/{container_id}", socket, s.handleTerminal, docTerminal},
+		{"GET", "/ws/containers/{id}/port/{port}", socket, s.handlePortForward, docPortForward},
 
 		// Exams
 		{"GET", "/api/exams", public, s.handleExams, docExams},

@@ -152,6 +152,9 @@ func New(d Deps) *Server {
 	handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	handle("GET /metrics", s.guardMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
 	handle("GET /api/openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	if s.sandboxes != nil {
+		handle("/preview/{id}/{port}/", http.HandlerFunc(s.handlePreview))
+	}
 	if d.UI != nil {
 		for _, p := range d.UI.Patterns() {
 			handle(p, d.UI)
@@ -197,7 +200,7 @@ func (s *Server) jsonFallbacks(routes *http.ServeMux, ui UI) http.Handler {
 // the API's, the terminal's or the assets' (their unknown paths are always
 // the JSON 404, whoever asks).
 func pagePath(path string) bool {
-	for _, p := range []string{"/api", "/ws", "/assets", "/avatars"} {
+	for _, p := range []string{"/api", "/ws", "/assets", "/avatars", "/preview"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return false
 		}

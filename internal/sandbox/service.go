@@ -112,6 +112,9 @@ type Service struct {
 
 	toolsMu     sync.Mutex
 	toolsVolume map[Kind]string // the trusted tools of each kind, once resolved (tools)
+
+	portsMu sync.Mutex
+	ports   map[int64]int // open port connections per sandbox (port.go)
 }
 
 // DefaultToolsImage is the image of trusted tools (scripts/build-images.sh tools).

@@ -185,6 +185,7 @@ export class TerminalPanel {
     if (this.closed) return;
     this.container = c;
     this.root.dataset.containerId = c.id;
+    this.root.dispatchEvent(new CustomEvent("sandbox", { detail: c })); // the preview control (preview.js)
     this.nameEl.textContent = `${c.name} #${c.id}`;
     try { this.fit.fit(); } catch { /* keep the last size */ }
     const proto = location.protocol === "https:" ? "wss:" : "ws:";

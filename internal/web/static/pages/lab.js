@@ -8,6 +8,7 @@ import { h, clear, toast, fmtClock, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { containerById, quotaChoices } from "../sandbox.js";
 import { split } from "./lesson.js";
+import { previewControl } from "../preview.js";
 
 const sandboxRemoved = "This attempt's sandbox was removed when it ended, so it no longer counts against your sandbox quota. " +
   "Start the laboratory again for a fresh one.";
@@ -129,7 +130,9 @@ export async function render(ctx) {
     const m = (a.machines || [])[machine];
     const cid = m ? m.container_id : a.container_id;
     if (panel || !cid) return;
-    panel = new TerminalPanel(termBox, { getSandbox: (say) => containerById(cid, say), title: m ? `Machine ${m.name}` : "Laboratory sandbox" }).start();
+    panel = new TerminalPanel(termBox, { getSandbox: (say) => containerById(cid, say), title: m ? `Machine ${m.name}` : "Laboratory sandbox" });
+    panel.root.append(previewControl(panel));
+    panel.start();
   }
 
   function adopt(a, res) {

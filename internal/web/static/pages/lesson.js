@@ -3,6 +3,7 @@ import { api } from "../api.js";
 import { h, clear, toast, rendered } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { lessonSandbox } from "../sandbox.js";
+import { previewControl } from "../preview.js";
 
 /** split lays out a reading pane and a terminal pane, with tabs on small screens. */
 export function split(ctx, left, right, labels = ["Lesson", "Terminal"]) {
@@ -57,7 +58,9 @@ export async function render(ctx) {
   // A module's lessons practise on the template its laboratory runs in (a
   // machine for the storage-on-a-machine module), else on the default one.
   const templateId = lab ? lab.template_id : undefined;
-  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, templateId), title: "Your sandbox", recordable: true }).start();
+  const panel = new TerminalPanel(termBox, { getSandbox: (say) => lessonSandbox(say, templateId), title: "Your sandbox", recordable: true });
+  panel.root.append(previewControl(panel));
+  panel.start();
   ctx.cleanup(() => panel.dispose());
   codeButtons(body, panel, layout);
 }

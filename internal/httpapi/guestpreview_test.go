@@ -1,7 +1,11 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -123,4 +127,52 @@ func TestGuestPreviewExpires(t *testing.T) {
 			e.Get(base+"?share="+sh.Token, guest.Token).Expect(t, 404)
 		})
 	}
+}
+
+// TestGuestPreviewCutWhenTheShareEnds: a connection the guest holds open
+// through the preview (a protocol switch, then an echo) is closed by the
+// server when the owner ends the share, not left to the relay's hour.
+func TestGuestPreviewCutWhenTheShareEnds(t *testing.T) {
+	t.Parallel()
+	apitest.RequireEngine(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		owner := e.CreateUser("learner", auth.RoleStudent)
+		guest := e.CreateUser("teacher", auth.RoleStudent)
+		c := createSandbox(t, e, owner.Token, busyboxTemplate(t, e))
+		serveInSandbox(t, e, owner.ID, c.ID, 8083, `cat >/tmp/ws.sh <<'SH'
+#!/.tuxlab/bin/sh
+while IFS= read -r l; do l=${l%$(printf '\r')}; [ -z "$l" ] && break; done
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'
+exec /.tuxlab/bin/cat
+SH
+chmod +x /tmp/ws.sh
+/.tuxlab/bin/sh -c '/.tuxlab/bin/nc -l -p 8083 -e /tmp/ws.sh' >/dev/null 2>&1 </dev/null &`)
+		sh := shareSandbox(t, e, owner.Token, c.ID, nil)
+		loc := guestPreview(t, e, fmt.Sprintf("/preview/%d/8083/", c.ID), sh.Token, guest.Token)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET %ssocket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", loc)
+		br := bufio.NewReader(conn)
+		up, err := http.ReadResponse(br, nil)
+		if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("the guest's upgrade: %v %v", up, err)
+		}
+		fmt.Fprint(conn, "ping\n")
+		if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+			t.Fatalf("echo %q, %v", line, err)
+		}
+
+		e.Do(apitest.Request{Method: "DELETE", Path: fmt.Sprintf("/api/containers/%d/shares/%d", c.ID, sh.ID), Token: owner.Token}).Expect(t, http.StatusOK)
+		// The server closes the connection; the deadline only keeps a
+		// failing test from hanging (the relay would live an hour).
+		conn.SetReadDeadline(time.Now().Add(apitest.TerminalWait))
+		rest, err := io.ReadAll(br)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("the guest's connection through the preview is still open after the share ended (read %q)", rest)
+		}
+	})
 }

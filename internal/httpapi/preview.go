@@ -111,9 +111,14 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 			if u := s.sessionUser(r); u != 0 && u != uid {
 				return sandbox.ErrContainerNotFound
 			}
-			c, err := s.previewable(r.Context(), actor.User(uid), p.id, shareID)
+			c, sh, err := s.previewable(r.Context(), actor.User(uid), p.id, shareID)
 			if err != nil {
 				return err
+			}
+			if sh != nil {
+				ctx, stop := s.guardGuestPreview(r.Context(), sh)
+				defer stop()
+				r = r.WithContext(ctx)
 			}
 			s.proxyPreview(w, r, c, p)
 			return nil
@@ -131,7 +136,7 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.previewable(r.Context(), a, p.id, shareID); err != nil {
+	if _, _, err := s.previewable(r.Context(), a, p.id, shareID); err != nil {
 		return err
 	}
 	target := p.prefix(s.auth.PreviewTicket(a.UserID, shareID, p.id, p.port)) + p.path
@@ -217,31 +222,34 @@ func (s *Server) sessionUser(r *http.Request) int64 {
 // sandbox), or as a guest through shareID, which must still be a live share
 // of that sandbox (share.Service.Live, which refuses an exam's sandbox too).
 // Each ticketed request asks again, so ending or expiring a share ends its
-// guests' preview at once.
-func (s *Server) previewable(ctx context.Context, a actor.Actor, id, shareID int64) (*sandbox.Container, error) {
+// guests' preview at once. The share is returned for a guest, nil for the
+// owner.
+func (s *Server) previewable(ctx context.Context, a actor.Actor, id, shareID int64) (*sandbox.Container, *share.Share, error) {
 	owner := a
+	var sh *share.Share
 	if shareID != 0 {
-		sh, err := s.shares.Live(ctx, id, shareID)
+		var err error
+		sh, err = s.shares.Live(ctx, id, shareID)
 		if errs.Is(err, errs.NotFound) {
-			return nil, share.ErrLinkNotFound
+			return nil, nil, share.ErrLinkNotFound
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The guest looks at the sandbox as its owner would.
 		owner = actor.User(sh.UserID)
 	}
 	c, err := s.sandboxes.Get(ctx, owner, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.UserID != owner.UserID {
-		return nil, sandbox.ErrContainerNotFound
+		return nil, nil, sandbox.ErrContainerNotFound
 	}
 	if c.Status != sandbox.StatusRunning {
-		return nil, sandbox.ErrNotRunning
+		return nil, nil, sandbox.ErrNotRunning
 	}
-	return c, nil
+	return c, sh, nil
 }
 
 // proxyPreview passes r to port p.port of sandbox c, one connection (one
@@ -438,7 +446,7 @@ func (s *Server) admitPortForward(r *http.Request) (*sandbox.Container, int, err
 	}
 	// The owner's only (share 0), unlike the preview: a raw TCP pipe to
 	// any port is more than a look at a page (docs/preview.md).
-	c, err := s.previewable(r.Context(), callerOf(r), id, 0)
+	c, _, err := s.previewable(r.Context(), callerOf(r), id, 0)
 	return c, port, err
 }
 

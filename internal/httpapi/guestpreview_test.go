@@ -66,8 +66,17 @@ func TestGuestPreview(t *testing.T) {
 		loc := guestPreview(t, e, base, sh.Token, guest.Token)
 		expectPreview(t, e, loc, http.Header{"Origin": {"null"}}, 200, "hello guest")
 		expectPreview(t, e, loc, http.Header{"Cookie": {"tuxlab_session=" + guest.Token}}, 200, "hello guest")
-		// The owner with their own share's token is still the owner.
-		ownLoc := guestPreview(t, e, base, sh.Token, owner.Token)
+		// The owner is the owner, whatever the query says (it passes to
+		// the service as it is).
+		res, _ := previewGet(t, e, base+"?share=not-a-token", http.Header{"Authorization": {"Bearer " + owner.Token}})
+		if res.StatusCode != http.StatusFound || !strings.HasSuffix(res.Header.Get("Location"), "/?share=not-a-token") {
+			t.Fatalf("the owner with a query of their own: %d, Location %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		res, _ = previewGet(t, e, base+"?share="+sh.Token, http.Header{"Authorization": {"Bearer " + owner.Token}})
+		ownLoc := res.Header.Get("Location")
+		if res.StatusCode != http.StatusFound || !strings.HasPrefix(ownLoc, base+"~") {
+			t.Fatalf("the owner with their own share's token: %d, Location %q", res.StatusCode, ownLoc)
+		}
 		expectPreview(t, e, ownLoc, nil, 200, "hello guest")
 
 		// Without the token, the guest is anyone else: 404; so is another

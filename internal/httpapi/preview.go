@@ -131,21 +131,22 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a := callerOf(r)
-	query := r.URL.Query()
-	shareID, err := s.previewShare(r.Context(), a, p.id, query.Get(previewShareParam))
-	if err != nil {
-		return err
-	}
-	if _, _, err := s.previewable(r.Context(), a, p.id, shareID); err != nil {
-		return err
-	}
-	target := p.prefix(s.auth.PreviewTicket(a.UserID, shareID, p.id, p.port)) + p.path
-	// The share's token has done its work: it stays out of the ticketed
-	// URL, and so out of the service's requests.
-	if query.Has(previewShareParam) {
+	shareID := int64(0)
+	_, _, err = s.previewable(r.Context(), a, p.id, 0)
+	if query := r.URL.Query(); errs.Is(err, errs.NotFound) && query.Has(previewShareParam) {
+		// Not the owner's (whose query passes as it is): a guest's token.
+		if shareID, err = s.previewShare(r.Context(), p.id, query.Get(previewShareParam)); err == nil {
+			_, _, err = s.previewable(r.Context(), a, p.id, shareID)
+		}
+		// The token has done its work: it stays out of the ticketed URL,
+		// and so out of the service's requests.
 		query.Del(previewShareParam)
 		r.URL.RawQuery = query.Encode()
 	}
+	if err != nil {
+		return err
+	}
+	target := p.prefix(s.auth.PreviewTicket(a.UserID, shareID, p.id, p.port)) + p.path
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
@@ -164,23 +165,17 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 // tuxlab never logs query strings.
 const previewShareParam = "share"
 
-// previewShare returns the share a guest's token names for sandbox id: 0
-// without a token, or when the caller is the sandbox's owner (who needs no
-// share); an unknown, ended or expired token is 404, and a live share of
-// another sandbox the 404 of a sandbox that is not the caller's.
-func (s *Server) previewShare(ctx context.Context, a actor.Actor, id int64, token string) (int64, error) {
-	if token == "" {
-		return 0, nil
-	}
+// previewShare returns the id of the live share of sandbox id that a
+// guest's token names: an unknown, ended or expired token is 404, and a
+// live share of another sandbox the 404 of a sandbox that is not the
+// caller's.
+func (s *Server) previewShare(ctx context.Context, id int64, token string) (int64, error) {
 	sh, err := s.shares.ByToken(ctx, token)
 	if err != nil {
 		return 0, err
 	}
 	if sh.ContainerID != id {
 		return 0, sandbox.ErrContainerNotFound
-	}
-	if sh.UserID == a.UserID {
-		return 0, nil
 	}
 	return sh.ID, nil
 }

@@ -3,8 +3,10 @@
 // terminal and shares it from the terminal's header; a second browser (its
 // own context: another person, signed in as another user) opens the link and
 // sees what the learner typed before and types now; the learner's header
-// says who watches; ending the share closes the guest's view. axe checks the
-// Share dialog and the watch page in the light and the dark scheme.
+// says who watches; the guest previews the learner's web service from the
+// watch page; ending the share closes the guest's view and preview. axe
+// checks the Share dialog and the watch page in the light and the dark
+// scheme.
 //
 //   node share.mjs BASE_URL   with TUXLAB_E2E_LEARNER and TUXLAB_E2E_GUEST=user:password
 import { summary as axeSummary } from "./axe.mjs";
@@ -85,6 +87,31 @@ await step("another person opens the link and watches", async () => {
   await shot("learner-watched");
 });
 
+let previewTab;
+await step("the guest previews the learner's web service from the watch page", async () => {
+  // The learner serves a page on 8000; the guest's bar (below the shared
+  // terminal, even read-only: looking is not typing) opens it in a new tab
+  // through the share (docs/preview.md, "Invited guests").
+  h.page = learner;
+  await run(`mkdir -p /tmp/gsite && echo '<h1>Guest preview works</h1>' > /tmp/gsite/index.html && /.tuxlab/bin/httpd -p 8000 -h /tmp/gsite && echo served-$((40+2))`);
+  await waitScreen(/^served-42\s*$/m);
+  h.page = guest;
+  await guest.waitForSelector(".watch .preview-bar:not([hidden])");
+  await guest.fill(".watch .preview-bar .preview-port", "8000");
+  const href = await guest.getAttribute(".watch .preview-bar .preview-open", "href");
+  expect(/^\/preview\/\d+\/8000\/\?share=/.test(href), `the guest's preview link is ${href}`);
+  const [tab] = await Promise.all([guest.context().waitForEvent("page"), guest.click(".watch .preview-bar .preview-open")]);
+  await tab.waitForSelector("text=Guest preview works");
+  const url = new URL(tab.url());
+  expect(/^\/preview\/\d+\/8000\/~[^/]+\/$/.test(url.pathname) && !url.search.includes("share="), `the guest's preview is at ${tab.url()}`);
+  const file = `${shots}/guest-preview-tab.png`;
+  await tab.screenshot({ path: file });
+  console.log(`  screenshot ${file}`);
+  previewTab = tab;
+  await shot("watching-with-preview");
+  await check("watch page with the preview bar");
+});
+
 await step("a may-type share: the guest types once the learner allows it", async () => {
   h.page = learner;
   await learner.click('.term-tools button:text-is("Share")');
@@ -122,6 +149,10 @@ await step("the learner ends sharing; the guest's view closes", async () => {
   await learner.waitForSelector(".term-watchers", { state: "hidden" });
   h.page = guest;
   await shot("watch-ended");
+  // The guest's preview ends with the share, its ticket notwithstanding.
+  await previewTab.reload();
+  await previewTab.waitForSelector("text=This share link is unknown, ended or expired");
+  await previewTab.close();
 });
 
 await browser.close();

@@ -46,7 +46,7 @@ var (
 			{name: "share", schema: strSchema, required: true, desc: "The share's token (the part of its link after #)."},
 			{name: "token", schema: strSchema, desc: "The guest's access token, for clients that can set no header and hold no session cookie (as on /ws/terminal)."},
 		},
-		desc: fmt.Sprintf("The guest watches the owner's terminal on the share's sandbox (the one a socket attached to last): first {\"type\":\"watching\",\"owner\":NAME,\"typing\":BOOL}, then the output kept, then the live output as binary frames. "+
+		desc: fmt.Sprintf("The guest watches the owner's terminal on the share's sandbox (the one a socket attached to last): first {\"type\":\"watching\",\"owner\":NAME,\"typing\":BOOL,\"container_id\":ID} (ID: the shared sandbox, whose ports the guest may preview at /preview/ID/PORT/?share=TOKEN), then the output kept, then the live output as binary frames. "+
 			"Binary frames from the guest reach the shell only while the share lets it type ({\"type\":\"typing\",\"typing\":BOOL} tells a change); otherwise they are dropped with one {\"type\":\"error\",\"detail\":...}. Resizes are ignored. "+
 			"The socket closes normally (1000) with the reason when the owner ends the share, the share expires, or the terminal ends. Refusals as on /ws/terminal: 4404 for an unknown, ended or expired token, 4409 when the owner has no terminal open or %d guests watch through the share already. See docs/terminal.md.", terminal.MaxWatchersPerShare)}
 )

@@ -18,6 +18,7 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/errs"
 	"tuxlab/internal/sandbox"
+	"tuxlab/internal/share"
 )
 
 // The port preview (docs/preview.md): /preview/{id}/{port}/... is an HTTP
@@ -91,15 +92,15 @@ func parsePreview(r *http.Request) (previewTarget, error) {
 	return p, nil
 }
 
-// servePreview checks who asks and proxies, or redirects the owner to the
-// preview's ticketed prefix.
+// servePreview checks who asks and proxies, or redirects the owner (or a
+// guest with a share's token) to the preview's ticketed prefix.
 func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 	p, err := parsePreview(r)
 	if err != nil {
 		return err
 	}
 	if p.ticket != "" {
-		if uid, ok := s.auth.CheckPreviewTicket(p.ticket, p.id, p.port); ok {
+		if uid, shareID, ok := s.auth.CheckPreviewTicket(p.ticket, p.id, p.port); ok {
 			if isPreflight(r) {
 				answerPreflight(w, r)
 				return nil
@@ -110,24 +111,42 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 			if u := s.sessionUser(r); u != 0 && u != uid {
 				return sandbox.ErrContainerNotFound
 			}
-			c, err := s.previewable(r.Context(), actor.User(uid), p.id)
+			c, sh, err := s.previewable(r.Context(), actor.User(uid), p.id, shareID)
 			if err != nil {
 				return err
+			}
+			if sh != nil {
+				ctx, stop := s.guardGuestPreview(r.Context(), sh)
+				defer stop()
+				r = r.WithContext(ctx)
 			}
 			s.proxyPreview(w, r, c, p)
 			return nil
 		}
 	}
-	// No ticket, or one that no longer opens it: the caller's own session.
+	// No ticket, or one that no longer opens it: the caller's own session,
+	// and a guest's share token.
 	r, err = s.authenticate(r, route{access: user})
 	if err != nil {
 		return err
 	}
 	a := callerOf(r)
-	if _, err := s.previewable(r.Context(), a, p.id); err != nil {
+	shareID := int64(0)
+	_, _, err = s.previewable(r.Context(), a, p.id, 0)
+	if query := r.URL.Query(); errs.Is(err, errs.NotFound) && query.Has(previewShareParam) {
+		// Not the owner's (whose query passes as it is): a guest's token.
+		if shareID, err = s.previewShare(r.Context(), p.id, query.Get(previewShareParam)); err == nil {
+			_, _, err = s.previewable(r.Context(), a, p.id, shareID)
+		}
+		// The token has done its work: it stays out of the ticketed URL,
+		// and so out of the service's requests.
+		query.Del(previewShareParam)
+		r.URL.RawQuery = query.Encode()
+	}
+	if err != nil {
 		return err
 	}
-	target := p.prefix(s.auth.PreviewTicket(a.UserID, p.id, p.port)) + p.path
+	target := p.prefix(s.auth.PreviewTicket(a.UserID, shareID, p.id, p.port)) + p.path
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
@@ -139,6 +158,26 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, target, code)
 	return nil
+}
+
+// previewShareParam is the query parameter of a guest's first preview
+// request: the token of a share of the sandbox (the watch page's link).
+// tuxlab never logs query strings.
+const previewShareParam = "share"
+
+// previewShare returns the id of the live share of sandbox id that a
+// guest's token names: an unknown, ended or expired token is 404, and a
+// live share of another sandbox the 404 of a sandbox that is not the
+// caller's.
+func (s *Server) previewShare(ctx context.Context, id int64, token string) (int64, error) {
+	sh, err := s.shares.ByToken(ctx, token)
+	if err != nil {
+		return 0, err
+	}
+	if sh.ContainerID != id {
+		return 0, sandbox.ErrContainerNotFound
+	}
+	return sh.ID, nil
 }
 
 // isPreflight reports whether r is a CORS preflight.
@@ -173,21 +212,39 @@ func (s *Server) sessionUser(r *http.Request) int64 {
 	return u.ID
 }
 
-// previewable returns sandbox id if actor a may preview it: its owner only
-// (an admin too gets the 404 of another user's sandbox), running. Invited
-// guests (shared terminals) would be let in here.
-func (s *Server) previewable(ctx context.Context, a actor.Actor, id int64) (*sandbox.Container, error) {
-	c, err := s.sandboxes.Get(ctx, a, id)
-	if err != nil {
-		return nil, err
+// previewable returns sandbox id, running, if actor a may preview it: as
+// its owner (shareID 0; an admin too gets the 404 of another user's
+// sandbox), or as a guest through shareID, which must still be a live share
+// of that sandbox (share.Service.Live, which refuses an exam's sandbox too).
+// Each ticketed request asks again, so ending or expiring a share ends its
+// guests' preview at once. The share is returned for a guest, nil for the
+// owner.
+func (s *Server) previewable(ctx context.Context, a actor.Actor, id, shareID int64) (*sandbox.Container, *share.Share, error) {
+	owner := a
+	var sh *share.Share
+	if shareID != 0 {
+		var err error
+		sh, err = s.shares.Live(ctx, id, shareID)
+		if errs.Is(err, errs.NotFound) {
+			return nil, nil, share.ErrLinkNotFound
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		// The guest looks at the sandbox as its owner would.
+		owner = actor.User(sh.UserID)
 	}
-	if c.UserID != a.UserID {
-		return nil, sandbox.ErrContainerNotFound
+	c, err := s.sandboxes.Get(ctx, owner, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.UserID != owner.UserID {
+		return nil, nil, sandbox.ErrContainerNotFound
 	}
 	if c.Status != sandbox.StatusRunning {
-		return nil, sandbox.ErrNotRunning
+		return nil, nil, sandbox.ErrNotRunning
 	}
-	return c, nil
+	return c, sh, nil
 }
 
 // proxyPreview passes r to port p.port of sandbox c, one connection (one
@@ -382,7 +439,9 @@ func (s *Server) admitPortForward(r *http.Request) (*sandbox.Container, int, err
 	if err != nil || port < 1 || port > 65535 {
 		return nil, 0, errs.Field([]any{"path", "port"}, "Input should be a TCP port from 1 to 65535", "int_range")
 	}
-	c, err := s.previewable(r.Context(), callerOf(r), id)
+	// The owner's only (share 0), unlike the preview: a raw TCP pipe to
+	// any port is more than a look at a page (docs/preview.md).
+	c, _, err := s.previewable(r.Context(), callerOf(r), id, 0)
 	return c, port, err
 }
 

@@ -100,6 +100,7 @@ type Server struct {
 	classes        *class.Service
 	shares         *share.Service
 	recordings     *recording.Service
+	guestPreviews  guestPreviews // guests' preview requests in progress
 	db             Pinger
 	log            *slog.Logger
 	version        string

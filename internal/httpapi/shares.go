@@ -152,6 +152,7 @@ func (s *Server) handleDeleteShare(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	s.terminals.EndShare(id, "Sharing ended by the owner")
+	s.guestPreviews.end(id) // their open connections through the preview
 	writeJSON(w, http.StatusOK, map[string]any{"detail": "Sharing ended", "id": id})
 	return nil
 }

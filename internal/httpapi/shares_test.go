@@ -126,7 +126,8 @@ func TestShareTerminal(t *testing.T) {
 		own := e.OpenTerminal(t, c.TerminalURL, owner.Token, 80, 24)
 		own.Exchange("echo before-$((6*7))\n", "before-42")
 		g := watch(t, e, read.Token, guest.Token)
-		if m := g.AwaitControl("watching", apitest.TerminalWait); m["owner"] != "learner" || m["typing"] != false {
+		// The guest is told the sandbox's id, for its preview.
+		if m := g.AwaitControl("watching", apitest.TerminalWait); m["owner"] != "learner" || m["typing"] != false || m["container_id"] != float64(c.ID) {
 			t.Fatalf("the guest was told %v", m)
 		}
 		g.AwaitText("before-42", 0) // the output kept

@@ -256,6 +256,8 @@ type control struct {
 	Watchers []Watcher `json:"watchers,omitzero"` // an empty list is sent: nobody watches now
 	Owner    string    `json:"owner,omitempty"`
 	Typing   *bool     `json:"typing,omitempty"`
+	// ContainerID is the shared sandbox, told to its guests (their preview).
+	ContainerID int64 `json:"container_id,omitempty"`
 	// Recording is set in the session message of a recorded session.
 	Recording bool `json:"recording,omitempty"`
 }

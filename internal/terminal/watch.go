@@ -238,17 +238,18 @@ func (b *Bridge) Watch(ctx context.Context, conn *websocket.Conn, ownerID, sandb
 		t.mu.Unlock()
 		t.announceWatchers()
 	}()
-	t.serveGuest(ctx, gu, kept)
+	t.serveGuest(ctx, gu, kept, sandboxID)
 	return nil
 }
 
-// serveGuest writes the hello, the replay and the live output to guest g,
-// reads its frames, and closes its socket once it must leave.
-func (t *term) serveGuest(ctx context.Context, g *guest, kept []byte) {
+// serveGuest writes the hello (with the sandbox's id, for the guest's
+// preview), the replay and the live output to guest g, reads its frames,
+// and closes its socket once it must leave.
+func (t *term) serveGuest(ctx context.Context, g *guest, kept []byte, sandboxID int64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	typing := g.typing()
-	if g.sendControl(control{Type: "watching", Owner: g.Owner, Typing: &typing}) != nil {
+	if g.sendControl(control{Type: "watching", Owner: g.Owner, Typing: &typing, ContainerID: sandboxID}) != nil {
 		return
 	}
 	for len(kept) > 0 {

@@ -3,11 +3,13 @@
 // sends; the page gives it to the guest's WebSocket (/ws/watch?share=…) as a
 // query parameter (tuxlab never logs query strings). The guest must be signed
 // in. The screen is read-only unless the owner lets guests of a "may type"
-// share type.
+// share type. Below the terminal, the guest may preview the shared sandbox's
+// web services (docs/preview.md, "Invited guests").
 import { h, clear } from "../dom.js";
 import { Terminal } from "../vendor/xterm/xterm.mjs";
 import { FitAddon } from "../vendor/xterm-addon-fit/addon-fit.mjs";
 import { THEME } from "../terminal.js";
+import { guestPreviewControl } from "../preview.js";
 
 const enc = new TextEncoder();
 
@@ -31,6 +33,8 @@ export async function render(ctx) {
   const host = h("div", { class: "term-host", "aria-label": "Shared terminal (read-only unless its owner lets you type)" });
   const root = h("section", { class: "term watch-term", "aria-label": "Shared terminal", dataset: { state: "connecting" } },
     h("div", { class: "term-screen" }, host));
+  const preview = guestPreviewControl(token);
+  root.append(preview.box);
   clear(ctx.main, h("div", { class: "watch" }, h("div", { class: "watch-banner" }, title, status), root));
 
   const term = new Terminal({ theme: THEME, scrollback: 5000, disableStdin: true, cursorBlink: false,
@@ -60,6 +64,7 @@ export async function render(ctx) {
       ctx.title(`Watching ${owner}'s terminal`);
       term.options.disableStdin = !typing;
       say("connected", mode());
+      preview.setSandbox(m.container_id);
     } else if (m.type === "typing") {
       typing = !!m.typing;
       term.options.disableStdin = !typing;

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"tuxlab/internal/config"
+	"tuxlab/internal/sandbox/kube"
 )
 
 // DefaultKubeconfig is where scripts/kube-up.sh leaves the admin kubeconfig.
@@ -59,14 +60,17 @@ func Kubeconfig(t testing.TB) string {
 		stop("no kubeconfig (run ./scripts/kube-up.sh; TUXLAB_TEST_KUBE=1 makes this fatal): %v", err)
 		return ""
 	}
-	cs, err := kubeClient(path)
+	// The driver's client, not one of the test's own: kube.New sets up
+	// client-go's global logger once, and every use of client-go must come
+	// after that (the race detector saw a plain client read it as New set it).
+	rt, err := kube.New(kube.Options{Kubeconfig: path})
 	if err != nil {
 		stop("kubernetes: %v", err)
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	if err := rt.Ping(ctx); err != nil {
 		stop("no cluster answers at %s (run ./scripts/kube-up.sh; TUXLAB_TEST_KUBE=1 makes this fatal): %v", path, err)
 		return ""
 	}

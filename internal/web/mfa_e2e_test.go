@@ -1,9 +1,6 @@
 package web_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"tuxlab/internal/apitest"
@@ -21,32 +18,9 @@ func TestBrowserMFA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser test takes a few seconds")
 	}
-	stop := t.Skipf
-	if browserRequired() {
-		stop = t.Fatalf
-	}
-	e2e, err := filepath.Abs(filepath.Join("..", "..", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		stop("no Chromium at %s (apt-get install chromium; TUXLAB_TEST_BROWSER=1 makes this fatal)", chromium)
+	node, chromium, e2e, ok := browser(t)
+	if !ok {
 		return
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		stop("node is missing (apt-get install nodejs npm; TUXLAB_TEST_BROWSER=1 makes this fatal)")
-		return
-	}
-	for _, pkg := range []string{"playwright-core", "axe-core"} {
-		if _, err := os.Stat(filepath.Join(e2e, "node_modules", pkg)); err != nil {
-			stop("e2e/node_modules/%s is missing: run npm ci in e2e/ (TUXLAB_TEST_BROWSER=1 makes this fatal)", pkg)
-			return
-		}
 	}
 	e := apitest.New(t, "sqlite")
 	admin := e.CreateUser("admin", auth.RoleAdmin)

@@ -3,7 +3,6 @@ package kube_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"tuxlab/internal/actor"
 	"tuxlab/internal/apitest"
 	"tuxlab/internal/auth"
-	"tuxlab/internal/config"
 	"tuxlab/internal/sandbox"
 )
 
@@ -24,16 +22,7 @@ import (
 // /etc/ld.so.preload stops them, naming the file, and no check runs.
 func TestTamperedSystemFilesStopChecks(t *testing.T) {
 	t.Parallel()
-	rt, path := requireCluster(t)
-	if rt == nil {
-		return
-	}
-	e := apitest.New(t, "sqlite", func(c *config.Config) {
-		c.SandboxEngine, c.Kubeconfig = "kubernetes", path
-		if ns := os.Getenv("TUXLAB_KUBE_NAMESPACE"); ns != "" {
-			c.KubeNamespace = ns
-		}
-	})
+	e := apitest.New(t, "sqlite", apitest.RequireKube(t))
 	u := e.CreateUser("learner", auth.RoleStudent)
 	var templates []struct {
 		ID   int64  `json:"id"`
